@@ -1,0 +1,140 @@
+# ringtrace build.  GNU Make.
+#
+#   make              library, command, examples        (build/)
+#   make test         install missing Debian packages, build, run every test
+#   make run          install, build, record the example and dump it
+#   make bench        run the benchmarks (figures printed, nothing asserted)
+#   make install PREFIX=/usr/local
+#
+# Variables: CC (gcc or clang), SAN=address|thread (sanitizer build into
+# build-$(SAN)/), WERROR=1 (warnings are errors; CI sets it), O=DIR (build dir).
+
+CC      ?= gcc
+CXX     ?= g++
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+
+ifeq ($(SAN),address)
+  O       ?= build-asan
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(SAN),thread)
+  O       ?= build-tsan
+  SANFLAGS := -fsanitize=thread
+else
+  O       ?= build
+  SANFLAGS :=
+endif
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wno-unused-parameter -Wformat=2 -Wundef
+ifeq ($(WERROR),1)
+  WARN  += -Werror
+endif
+
+CPPFLAGS := -Iinclude -Isrc -D_GNU_SOURCE -DRINGTRACE_VERSION='"$(VERSION)"'
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -fPIC $(WARN) $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LDLIBS   := -lpthread
+
+# Code that runs inside the traced program.
+LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)
+# Everything else the command needs.
+TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c)
+CLI_SRC   := $(wildcard src/cli/*.c)
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(O)/obj/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(O)/obj/%.o)
+
+LIBSO     := $(O)/lib/libringtrace.so
+CORE_A    := $(O)/lib/libringtrace-core.a
+CLI       := $(O)/bin/ringtrace
+
+EXAMPLES  := $(patsubst examples/%.c,$(O)/examples/%,$(wildcard examples/*.c))
+UNIT      := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
+STRESS    := $(patsubst tests/stress/%.c,$(O)/tests/%,$(wildcard tests/stress/*.c))
+E2E_PROGS := $(patsubst tests/e2e/progs/%.c,$(O)/tests/e2e/%,$(filter-out tests/e2e/progs/plugin%.c,$(wildcard tests/e2e/progs/*.c)))
+E2E_PLUG  := $(patsubst tests/e2e/progs/%.c,$(O)/tests/e2e/%.so,$(wildcard tests/e2e/progs/plugin*.c))
+TOOLS     := $(patsubst tests/tools/%.c,$(O)/tests/tools/%,$(wildcard tests/tools/*.c))
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+
+.PHONY: all test run bench install clean deps check-unit check-e2e check-stress
+all: $(LIBSO) $(CLI) $(EXAMPLES)
+
+$(O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBSO): $(LIB_OBJ) src/lib/libringtrace.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS) -Wl,--version-script=src/lib/libringtrace.map \
+	    -Wl,-soname,libringtrace.so.0 $(LDLIBS)
+	ln -sf libringtrace.so $(O)/lib/libringtrace.so.0
+
+$(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLI): $(CLI_OBJ) $(CORE_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(CLI_OBJ) $(CORE_A) $(LDFLAGS) $(LDLIBS)
+
+# Programs that use tracepoints link to the shared library, as users do.
+APP_LINK = -L$(O)/lib -Wl,-rpath,$(abspath $(O)/lib) -lringtrace $(LDLIBS)
+
+$(O)/examples/%: examples/%.c $(LIBSO) include/ringtrace/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(APP_LINK)
+
+$(O)/tests/e2e/%: tests/e2e/progs/%.c $(LIBSO) include/ringtrace/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(APP_LINK) -ldl
+
+$(O)/tests/e2e/%.so: tests/e2e/progs/%.c $(LIBSO) include/ringtrace/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS) $(APP_LINK)
+
+$(O)/tests/test_%: tests/unit/test_%.c $(CORE_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) -lcmocka $(LDLIBS)
+
+$(O)/tests/%: tests/stress/%.c $(CORE_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(LDLIBS)
+
+$(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(LDLIBS)
+
+tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
+.PHONY: tests-build
+
+# --- set-up on a fresh Debian 12 machine ---------------------------------
+DEB_PKGS := gcc g++ clang make pkg-config libcmocka-dev babeltrace2 \
+            liblttng-ust-dev lttng-tools
+deps:
+	@./scripts/deps.sh $(DEB_PKGS)
+
+test: deps
+	./scripts/test.sh
+
+run: deps all
+	./scripts/run-example.sh $(O)
+
+bench: deps all
+	./bench/run.sh $(O)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include/ringtrace $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/ringtrace/*.h $(DESTDIR)$(PREFIX)/include/ringtrace/
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libringtrace.so.0
+	ln -sf libringtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libringtrace.so
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/ringtrace
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' ringtrace.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringtrace.pc
+
+clean:
+	rm -rf build build-asan build-tsan build-clang
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

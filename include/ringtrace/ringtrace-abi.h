@@ -1,0 +1,442 @@
+/*
+ * ringtrace-abi.h - the part of libringtrace that is compiled into every
+ * object that fires tracepoints: the event descriptor, the shared-memory
+ * ring-buffer layout and the inline reserve/commit fast path.
+ *
+ * This is ABI, not API: include <ringtrace/ringtrace.h> instead. Objects
+ * record RINGTRACE_ABI_VERSION in their descriptors and the library refuses
+ * (leaves disabled) descriptors built against another version.
+ *
+ * Who writes: any thread of the traced program, from any context (signal
+ * handlers included), on the CPU it runs on. Who reads: the recorder, another
+ * process, through the same shared mapping. The layout and the protocol are
+ * described in docs/design.md; the comments here say what each access pairs
+ * with.
+ *
+ * Tuned for: one clock read plus a handful of plain loads and stores per
+ * event. On x86-64 with rseq (glibc >= 2.35 registers it for every thread)
+ * the reservation and the commit are restartable sequences: no LOCK-prefixed
+ * instruction on the fast path. Elsewhere everything goes through the
+ * out-of-line slow path, which uses atomics.
+ */
+#ifndef RINGTRACE_ABI_H
+#define RINGTRACE_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(RINGTRACE_NO_RSEQ)
+#  if defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#      define RINGTRACE__RSEQ 0
+#    endif
+#  endif
+#  ifndef RINGTRACE__RSEQ
+#    define RINGTRACE__RSEQ 1
+#  endif
+#else
+#  define RINGTRACE__RSEQ 0
+#endif
+
+#if RINGTRACE__RSEQ
+#  include <sys/rseq.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RINGTRACE_ABI_VERSION 1
+
+#define RINGTRACE__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define RINGTRACE__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RINGTRACE__BARRIER()   __asm__ __volatile__("" ::: "memory")
+
+/*
+ * One per tracepoint declaration per translation unit, in .data; a pointer
+ * to it goes into the section "ringtrace_events" of the object. The library
+ * writes `enabled` and `id`; the call site reads `enabled` (one load).
+ */
+struct ringtrace_event_desc {
+	int32_t enabled;
+	uint32_t id;
+	uint32_t abi;
+	uint32_t line;
+	const char *provider;
+	const char *name;
+	const char *signature;
+	const char *file;
+	void *reserved[2];
+};
+
+/* ---- shared-memory layout (docs/design.md section 2) ------------------- */
+
+#define RINGTRACE__SHM_MAGIC    0x31435254474e4952ull /* "RINGTRC1" */
+#define RINGTRACE__SHM_VERSION  1
+#define RINGTRACE__POS_BITS     42
+#define RINGTRACE__POS_MASK     ((UINT64_C(1) << RINGTRACE__POS_BITS) - 1)
+#define RINGTRACE__PKT_HDR      84      /* CTF packet header + context */
+#define RINGTRACE__EV_COMPACT   4       /* compact event header */
+#define RINGTRACE__EV_EXTENDED  13      /* extended event header */
+#define RINGTRACE__EV_ID_EXT    31
+#define RINGTRACE__ID_THREAD    1       /* ringtrace:thread { u32 tid; } */
+#define RINGTRACE__TS_BITS      27
+
+enum { RINGTRACE__MODE_DISCARD = 0, RINGTRACE__MODE_OVERWRITE = 1 };
+enum { RINGTRACE__CLOCK_TSC = 0, RINGTRACE__CLOCK_MONOTONIC = 1 };
+
+struct ringtrace__shm_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;
+	uint64_t total_size;
+	uint32_t ncpus;
+	uint32_t sb_shift;           /* log2 sub-buffer size */
+	uint32_t nsb_shift;          /* log2 sub-buffer count */
+	uint32_t mode;               /* RINGTRACE__MODE_* */
+	uint32_t clock;              /* RINGTRACE__CLOCK_* */
+	uint32_t creator_pid;
+	uint8_t uuid[16];
+	uint64_t reg_off;            /* registry log */
+	uint64_t reg_size;
+	uint64_t cpu_off;            /* CPU 0's area */
+	uint64_t cpu_stride;         /* bytes per CPU area */
+	uint64_t slots_rel;          /* slot array, relative to a CPU area */
+	uint64_t data_rel;           /* ring data, relative to a CPU area */
+	/* Written by the program, read by the recorder. */
+	uint64_t reg_used;           /* release-stored after an entry is complete */
+	uint32_t reg_dropped;        /* entries that did not fit */
+	uint32_t attached_pid;       /* set once the program has mapped the region */
+	uint32_t use_rseq;           /* what the program chose */
+	uint32_t pad0;
+	/* Futex word: the reader sets 1 before sleeping; a writer that closes a
+	 * sub-buffer and sees 1 clears it and wakes the reader. */
+	uint32_t reader_wait;
+	uint32_t pad1;
+	/* Event selection: NUL-separated glob patterns, empty list = all. */
+	char patterns[2048];
+};
+
+/* Per-CPU control, written by the program. */
+struct ringtrace__rb_cpu {
+	uint64_t state;              /* pos | tid << 42; rseq cs or cmpxchg */
+	uint64_t last_ts;            /* a timestamp <= that of the last record */
+	uint64_t pad0[6];
+	uint64_t lost_full;          /* atomic adds, slow path only */
+	uint64_t lost_overwrite;
+	uint64_t lost_too_big;
+	uint64_t lost_nocpu;
+	uint64_t pad1[4];
+};
+
+/* Per sub-buffer, 64 bytes. local_* is 16-byte aligned for the one-store
+ * rseq commit. */
+struct ringtrace__rb_slot {
+	uint64_t local_bytes;
+	uint64_t local_events;
+	uint64_t remote_bytes;
+	uint64_t remote_events;
+	uint64_t owner;              /* lap:16 | st:2 | base:46 */
+	uint64_t pad[3];
+};
+
+#define RINGTRACE__OWN_LAP(o)   ((uint32_t)((o) >> 48))
+#define RINGTRACE__OWN_READ(o)  ((uint32_t)((o) >> 46) & 1)
+#define RINGTRACE__OWN_BASE(o)  ((o) & ((UINT64_C(1) << 46) - 1))
+#define RINGTRACE__OWN(lap, rd, base) \
+	(((uint64_t)((lap) & 0xffff) << 48) | ((uint64_t)(rd) << 46) | \
+	 ((base) & ((UINT64_C(1) << 46) - 1)))
+
+/* Process-local view of a mapped region, built and validated at attach. */
+struct ringtrace__rb_percpu {
+	struct ringtrace__rb_cpu *ctl;
+	struct ringtrace__rb_slot *slots;
+	char *data;
+};
+
+struct ringtrace__rb {
+	struct ringtrace__shm_header *hdr;
+	uint32_t ncpus;
+	uint32_t sb_shift;
+	uint32_t nsb_shift;
+	uint32_t mode;
+	uint64_t sb_mask;            /* sub-buffer size - 1 */
+	uint64_t buf_mask;           /* per-CPU buffer size - 1 */
+	int use_rseq;
+	int clock_tsc;
+	struct ringtrace__rb_percpu cpu[];
+};
+
+/* Set by the library while tracing is on (release), read by every probe. */
+extern struct ringtrace__rb *ringtrace__rb_current;
+
+struct ringtrace__tls {
+	uint32_t tid;                /* 0 until the thread's first event */
+	uint32_t pad;
+};
+extern __thread struct ringtrace__tls ringtrace__tls
+	__attribute__((tls_model("initial-exec")));
+
+/* What a probe holds between reserve and commit. */
+struct ringtrace__wctx {
+	struct ringtrace__rb *rb;
+	char *rec;                   /* the event's header */
+	char *payload;               /* where its fields go */
+	uint64_t ts;
+	uint32_t cpu;
+	uint32_t slot;
+	uint32_t len;                /* bytes to commit */
+	uint32_t id;
+	uint32_t ext;                /* the event's header is extended */
+	uint32_t pad;
+};
+
+/* Called by each translation unit's constructor/destructor with its
+ * object's "ringtrace_events" section; reference counted per section. */
+void ringtrace__register_section(struct ringtrace_event_desc *const *start,
+				 struct ringtrace_event_desc *const *stop);
+void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
+				   struct ringtrace_event_desc *const *stop);
+
+int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+			    uint32_t payload);
+void ringtrace__commit_slow(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events);
+
+/* ---- clock ------------------------------------------------------------- */
+
+uint64_t ringtrace__clock_monotonic(void);
+
+static inline uint64_t ringtrace__now(const struct ringtrace__rb *rb)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (RINGTRACE__LIKELY(rb->clock_tsc)) {
+		uint32_t lo, hi;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	return ringtrace__clock_monotonic();
+}
+
+/* ---- record headers ------------------------------------------------------ */
+
+/* Header bytes of a record with this id, compact or extended. */
+static inline uint32_t ringtrace__hdr_len(uint32_t id, int ext)
+{
+	return (ext || id >= RINGTRACE__EV_ID_EXT) ? RINGTRACE__EV_EXTENDED : RINGTRACE__EV_COMPACT;
+}
+
+/* Written after the record's payload (a zero header means "never written"). */
+static inline void ringtrace__put_hdr(char *p, uint32_t id, uint64_t ts, int ext)
+{
+	if (!ext && id < RINGTRACE__EV_ID_EXT) {
+		uint32_t w = id | (uint32_t)(ts << 5);
+		RINGTRACE__BARRIER();
+		memcpy(p, &w, 4);
+	} else {
+		memcpy(p + 1, &id, 4);
+		memcpy(p + 5, &ts, 8);
+		RINGTRACE__BARRIER();
+		p[0] = (char)RINGTRACE__EV_ID_EXT;
+	}
+}
+
+#if RINGTRACE__RSEQ
+
+#define RINGTRACE__RSEQ_SIG 0x53053053
+
+/* A struct rseq_cs in section __rseq_cs, and the abort handler, preceded
+ * by the signature the kernel checks, in __rseq_failure. */
+#define RINGTRACE__RSEQ_CS(start, post, abort)                                  \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                    \
+	".balign 32\n\t"                                                        \
+	"3:\n\t"                                                                \
+	".long 0x0, 0x0\n\t"                                                    \
+	".quad " #start "f, (" #post "f - " #start "f), " #abort "f\n\t"        \
+	".popsection\n\t"                                                       \
+	".pushsection __rseq_cs_ptr_array, \"aw\"\n\t"                          \
+	".quad 3b\n\t"                                                          \
+	".popsection\n\t"
+
+#define RINGTRACE__RSEQ_ABORT(label)                                            \
+	".pushsection __rseq_failure, \"ax\"\n\t"                               \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                            \
+	".long 0x53053053\n\t"                                                  \
+	"4:\n\t"                                                                \
+	"jmp %l[" #label "]\n\t"                                                \
+	".popsection\n\t"
+
+static inline int32_t ringtrace__rseq_cpu(void)
+{
+	int32_t cpu;
+	__asm__ __volatile__("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
+	return cpu;
+}
+
+/*
+ * If still on `cpu` and *state == expect: read the clock into *ts, and if
+ * *ts - ref < limit, store newv into *state (the commit). Returns 0 on
+ * commit, 1 when preempted, migrated, signalled or the state moved, 2 when
+ * the timestamp needs an extended header. Every committed state change on a
+ * CPU happens here, on that CPU, so stores to `state` by different threads
+ * are serialised by the CPU itself and timestamps follow buffer order.
+ */
+static inline int ringtrace__rseq_reserve(uint64_t *state, uint64_t expect, uint64_t newv,
+					  uint64_t ref, uint64_t limit, uint64_t *ts, int32_t cpu)
+{
+	__asm__ __volatile__ goto(
+		RINGTRACE__RSEQ_CS(1, 2, 4)
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %%fs:8(%[off])\n\t"
+		"1:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jnz %l[abort]\n\t"
+		"cmpq %[expect], %[v]\n\t"
+		"jnz %l[abort]\n\t"
+		"rdtsc\n\t"
+		"shlq $32, %%rdx\n\t"
+		"orq %%rdx, %%rax\n\t"
+		"movq %%rax, %[ts]\n\t"
+		"subq %[ref], %%rax\n\t"
+		"cmpq %[limit], %%rax\n\t"
+		"jae %l[overflow]\n\t"
+		"movq %[newv], %[v]\n\t"
+		"2:\n\t"
+		RINGTRACE__RSEQ_ABORT(abort)
+		:
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [v] "m"(*state),
+		  [expect] "r"(expect), [newv] "r"(newv), [ts] "m"(*ts),
+		  [ref] "r"(ref), [limit] "r"(limit)
+		: "memory", "cc", "rax", "rdx"
+		: abort, overflow);
+	return 0;
+abort:
+	return 1;
+overflow:
+	return 2;
+}
+
+typedef long long ringtrace__v2di __attribute__((vector_size(16)));
+
+/*
+ * If still on `cpu`: add {bytes, events} to the slot's local pair with one
+ * 16-byte store (the commit). The store is release on x86 (TSO): the reader's
+ * acquire load of local_bytes sees the record's contents.
+ */
+static inline int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc, int32_t cpu)
+{
+	__asm__ __volatile__ goto(
+		RINGTRACE__RSEQ_CS(1, 2, 4)
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %%fs:8(%[off])\n\t"
+		"1:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jnz %l[abort]\n\t"
+		"movdqu %[v], %%xmm0\n\t"
+		"paddq %[inc], %%xmm0\n\t"
+		"movdqu %%xmm0, %[v]\n\t"
+		"2:\n\t"
+		RINGTRACE__RSEQ_ABORT(abort)
+		:
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [v] "m"(*(ringtrace__v2di *)pair),
+		  [inc] "x"(inc)
+		: "memory", "cc", "rax", "xmm0"
+		: abort);
+	return 0;
+abort:
+	return 1;
+}
+
+#endif /* RINGTRACE__RSEQ */
+
+/*
+ * Reserve room for one event with `payload` bytes of fields. Returns 1 with
+ * c->payload pointing at the room, or 0 when the event is dropped (counted
+ * by cause) or tracing is off. Never blocks, allocates or makes a system call
+ * on this path; the slow path (first event of a thread, opening a
+ * sub-buffer, no rseq) is out of line.
+ */
+static inline int ringtrace__reserve(struct ringtrace__wctx *c,
+				     const struct ringtrace_event_desc *d, uint32_t payload)
+{
+	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
+	if (RINGTRACE__UNLIKELY(!rb))
+		return 0;
+	c->rb = rb;
+	c->id = d->id;
+#if RINGTRACE__RSEQ
+	uint32_t tid = ringtrace__tls.tid;
+	if (RINGTRACE__LIKELY(tid != 0 && rb->use_rseq)) {
+		int ext = 0;
+		for (;;) {
+			int32_t cpu = ringtrace__rseq_cpu();
+			if (RINGTRACE__UNLIKELY((uint32_t)cpu >= rb->ncpus))
+				break;
+			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+			uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_RELAXED);
+			uint64_t pos = st & RINGTRACE__POS_MASK;
+			int thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid;
+			/* The first record of the reservation carries the
+			 * extended header when the time delta needs it. */
+			uint32_t thr_len = thr ? ringtrace__hdr_len(RINGTRACE__ID_THREAD, ext) + 4 : 0;
+			uint32_t ev_hdr = ringtrace__hdr_len(c->id, ext && !thr);
+			uint32_t need = thr_len + ev_hdr + payload;
+			uint64_t in = pos & rb->sb_mask;
+			/* Never fill a sub-buffer exactly (see rb_write.c). */
+			if (RINGTRACE__UNLIKELY(in == 0 || in + need >= rb->sb_mask + 1))
+				break;
+			uint64_t newv = ((pos + need) & RINGTRACE__POS_MASK) |
+					((uint64_t)tid << RINGTRACE__POS_BITS);
+			uint64_t ref = __atomic_load_n(&pc->ctl->last_ts, __ATOMIC_RELAXED);
+			uint64_t limit = ext ? ~UINT64_C(0) : (UINT64_C(1) << RINGTRACE__TS_BITS);
+			int r = ringtrace__rseq_reserve(&pc->ctl->state, st, newv, ref, limit,
+							&c->ts, cpu);
+			if (RINGTRACE__LIKELY(r == 0)) {
+				/* Conservative: never newer than the last record
+				 * of this CPU (pairs with the load of `ref`). */
+				__atomic_store_n(&pc->ctl->last_ts, c->ts, __ATOMIC_RELAXED);
+				char *p = pc->data + (pos & rb->buf_mask);
+				if (thr) {
+					memcpy(p + thr_len - 4, &tid, 4);
+					ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, c->ts, ext);
+					p += thr_len;
+				}
+				c->rec = p;
+				c->payload = p + ev_hdr;
+				c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
+				c->cpu = (uint32_t)cpu;
+				c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
+				c->len = need;
+				return 1;
+			}
+			if (r == 2)
+				ext = 1;
+		}
+	}
+#endif
+	return ringtrace__reserve_slow(c, d, payload);
+}
+
+static inline void ringtrace__commit(struct ringtrace__wctx *c)
+{
+	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)c->ext);
+#if RINGTRACE__RSEQ
+	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {
+		struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
+		ringtrace__v2di inc = { (long long)c->len, 1 };
+		while (ringtrace__rseq_cpu() == (int32_t)c->cpu) {
+			if (RINGTRACE__LIKELY(ringtrace__rseq_add16(&s->local_bytes, inc,
+								    (int32_t)c->cpu) == 0))
+				return;
+		}
+	}
+#endif
+	ringtrace__commit_slow(c, c->len, 1);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGTRACE_ABI_H */

@@ -1,0 +1,823 @@
+/*
+ * cmd_record.c - `ringtrace record`: run a program with tracing on and
+ * write its events as a CTF 1.8 trace while it runs.
+ *
+ * The recorder creates the shared-memory region, starts the program with
+ * RINGTRACE_SHM naming it, and then, on its own CPU time, appends every
+ * closed sub-buffer to the stream file of its CPU as a finished CTF packet.
+ * It sleeps until a writer closes a sub-buffer or 100 ms pass. When the
+ * program has exited (normally, by a signal or a crash) no writer is left:
+ * the recorder takes the open sub-buffers too, cut at the first record that
+ * was reserved but never written, so everything committed reaches the disk.
+ * It exits with the program's status.
+ *
+ * Everything read from the region is validated (registry entries,
+ * packets); the program is never made to wait.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/clock.h"
+#include "common/sig.h"
+#include "ctf/metadata.h"
+#include "ringbuf/rb.h"
+
+#define PFX "ringtrace record: "
+
+struct rec_event {
+	uint32_t id;
+	char *provider, *name, *signature;
+	struct sig_field *fields;
+	size_t nfields;
+};
+
+struct rec_thread {
+	uint32_t tid;
+	char comm[17];
+};
+
+struct rec {
+	/* options */
+	const char *outdir_opt;
+	uint64_t buf_size;
+	uint32_t nsb;
+	uint32_t mode;
+	char patterns[sizeof(((struct ringtrace__shm_header *)0)->patterns)];
+	size_t patterns_len;
+	char **argv;
+
+	char *outdir;
+	char *shm_path;
+	void *mem;
+	uint64_t mem_size;
+	struct ringtrace__rb *rb;
+	struct rb_reader *reader;
+	int *fds;
+	int write_failed;
+	uint64_t bytes;
+
+	struct rec_event *events;
+	size_t nevents, cap_events;
+	uint64_t reg_pos;
+	int reg_changed;
+
+	struct rec_thread *threads;
+	size_t nthreads, cap_threads;
+
+	pid_t child;
+	uint32_t clock;
+	struct clk_sample c0;
+	uint8_t uuid[16];
+};
+
+static volatile sig_atomic_t got_term;
+static volatile sig_atomic_t child_pid_for_signal;
+
+static void on_term(int sig)
+{
+	got_term = sig;
+	if (child_pid_for_signal > 0)
+		kill((pid_t)child_pid_for_signal, sig);
+}
+
+static void on_chld(int sig)
+{
+	(void)sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ringtrace record [-o DIR] [--buffer-size SIZE] [--subbuffers N]\n"
+		"                        [--mode discard|overwrite] [-e PATTERN]... -- PROGRAM [ARGS...]\n"
+		"\n"
+		"  -o DIR             output directory (default: ringtrace-PROGRAM-DATE-TIME)\n"
+		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M; K, M, G suffixes)\n"
+		"  --subbuffers N     sub-buffers per CPU, a power of two from 2 to 1024 (default 8)\n"
+		"  --mode MODE        discard: drop new events when full (default);\n"
+		"                     overwrite: overwrite the oldest sub-buffers\n"
+		"  -e PATTERN         record only events whose provider:name matches the glob\n"
+		"                     (repeatable; default: all events)\n");
+}
+
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	uint64_t mul = 1;
+	switch (toupper((unsigned char)*end)) {
+	case 0:
+		break;
+	case 'K':
+		mul = 1024;
+		end++;
+		break;
+	case 'M':
+		mul = 1024 * 1024;
+		end++;
+		break;
+	case 'G':
+		mul = 1024ull * 1024 * 1024;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret = v * mul;
+	return 0;
+}
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int add_pattern(struct rec *r, const char *pat)
+{
+	size_t n = strlen(pat);
+	if (n == 0) {
+		fprintf(stderr, PFX "empty event pattern\n");
+		return -1;
+	}
+	/* A bracket expression must close, or fnmatch would match it
+	 * literally: that is almost always a typo. */
+	int depth = 0;
+	for (const char *p = pat; *p; p++) {
+		if (*p == '\\' && p[1])
+			p++;
+		else if (*p == '[')
+			depth = 1;
+		else if (*p == ']')
+			depth = 0;
+	}
+	if (depth) {
+		fprintf(stderr, PFX "malformed event pattern '%s': unclosed '['\n", pat);
+		return -1;
+	}
+	if (r->patterns_len + n + 2 > sizeof(r->patterns)) {
+		fprintf(stderr, PFX "too many event patterns (%zu bytes at most)\n", sizeof(r->patterns) - 2);
+		return -1;
+	}
+	memcpy(r->patterns + r->patterns_len, pat, n + 1);
+	r->patterns_len += n + 1;
+	return 0;
+}
+
+static int parse_args(struct rec *r, int argc, char **argv)
+{
+	r->buf_size = (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB;
+	r->nsb = RB_DEFAULT_NSB;
+	r->mode = RINGTRACE__MODE_DISCARD;
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (a[0] != '-')
+			break;
+		if (!v) {
+			fprintf(stderr, PFX "option '%s' needs a value\n", a);
+			return -1;
+		}
+		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			r->outdir_opt = v;
+		} else if (!strcmp(a, "--buffer-size")) {
+			if (parse_size(v, &r->buf_size) < 0) {
+				fprintf(stderr, PFX "bad --buffer-size '%s' (a size such as 2M)\n", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "--subbuffers")) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || !is_pow2(n) || n < 2 || n > 1024) {
+				fprintf(stderr, PFX "bad --subbuffers '%s' (a power of two from 2 to 1024)\n", v);
+				return -1;
+			}
+			r->nsb = (uint32_t)n;
+		} else if (!strcmp(a, "--mode")) {
+			if (!strcmp(v, "discard"))
+				r->mode = RINGTRACE__MODE_DISCARD;
+			else if (!strcmp(v, "overwrite"))
+				r->mode = RINGTRACE__MODE_OVERWRITE;
+			else {
+				fprintf(stderr, PFX "bad --mode '%s' (discard or overwrite)\n", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "-e") || !strcmp(a, "--event")) {
+			if (add_pattern(r, v) < 0)
+				return -1;
+		} else {
+			fprintf(stderr, PFX "unknown option '%s' (try --help)\n", a);
+			return -1;
+		}
+		i++;
+	}
+	if (i >= argc) {
+		fprintf(stderr, PFX "no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])\n");
+		return -1;
+	}
+	uint64_t sb = r->buf_size / r->nsb;
+	if (!is_pow2(r->buf_size) || sb < (1u << RB_SB_MIN_SHIFT) || sb > (1u << RB_SB_MAX_SHIFT)) {
+		fprintf(stderr, PFX "--buffer-size %llu with %u sub-buffers: the size must be a power of two and each sub-buffer between 4K and 4M\n",
+			(unsigned long long)r->buf_size, r->nsb);
+		return -1;
+	}
+	r->argv = argv + i;
+	return 0;
+}
+
+/* ---- output ---------------------------------------------------------- */
+
+static int dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int empty = 1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = 0;
+	closedir(d);
+	return empty;
+}
+
+static int make_outdir(struct rec *r)
+{
+	if (r->outdir_opt) {
+		if (mkdir(r->outdir_opt, 0755) < 0 && !(errno == EEXIST && dir_is_empty(r->outdir_opt))) {
+			if (errno == EEXIST)
+				fprintf(stderr, PFX "output directory '%s' exists and is not empty\n", r->outdir_opt);
+			else
+				fprintf(stderr, PFX "cannot create output directory '%s': %s\n", r->outdir_opt,
+					strerror(errno));
+			return -1;
+		}
+		r->outdir = strdup(r->outdir_opt);
+		return r->outdir ? 0 : -1;
+	}
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	const char *base = strrchr(r->argv[0], '/');
+	base = base ? base + 1 : r->argv[0];
+	for (int n = 1; n < 1000; n++) {
+		char *path;
+		int k = n == 1 ? asprintf(&path, "ringtrace-%s-%s", base, stamp)
+			       : asprintf(&path, "ringtrace-%s-%s-%d", base, stamp, n);
+		if (k < 0)
+			return -1;
+		if (mkdir(path, 0755) == 0) {
+			r->outdir = path;
+			return 0;
+		}
+		int e = errno;
+		free(path);
+		if (e != EEXIST) {
+			fprintf(stderr, PFX "cannot create an output directory: %s\n", strerror(e));
+			return -1;
+		}
+	}
+	fprintf(stderr, PFX "cannot find a free output directory name\n");
+	return -1;
+}
+
+/* Append one whole packet; on a short write, cut the file back so that it
+ * only ever holds whole packets (a truncated packet makes the trace
+ * unreadable). */
+static void write_packet(struct rec *r, const struct rb_packet *pkt)
+{
+	if (r->write_failed)
+		return;
+	int *fd = &r->fds[pkt->cpu];
+	if (*fd < 0) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/stream_%u", r->outdir, pkt->cpu);
+		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (*fd < 0) {
+			fprintf(stderr, PFX "cannot create '%s': %s; events from now on are not saved\n", path,
+				strerror(errno));
+			r->write_failed = 1;
+			return;
+		}
+	}
+	off_t start = lseek(*fd, 0, SEEK_END);
+	size_t done = 0;
+	while (done < pkt->len) {
+		ssize_t k = write(*fd, pkt->data + done, pkt->len - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			fprintf(stderr, PFX "cannot write '%s/stream_%u': %s; events from now on are not saved\n",
+				r->outdir, pkt->cpu, k < 0 ? strerror(errno) : "short write");
+			if (start >= 0 && ftruncate(*fd, start) < 0) {
+				/* nothing more to do: the message above stands */
+			}
+			r->write_failed = 1;
+			return;
+		}
+		done += (size_t)k;
+	}
+	r->bytes += pkt->len;
+}
+
+static void consume(struct rec *r)
+{
+	struct rb_packet pkt;
+	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
+		int k;
+		while ((k = rb_reader_get(r->reader, c, &pkt)) > 0) {
+			write_packet(r, &pkt);
+			rb_reader_put(r->reader, c);
+		}
+	}
+}
+
+/* ---- registry ---------------------------------------------------------- */
+
+static struct rec_event *event_by_id(struct rec *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nevents; i++)
+		if (r->events[i].id == id)
+			return &r->events[i];
+	return NULL;
+}
+
+static void add_event(struct rec *r, uint32_t id, const char *provider, const char *name,
+		      const char *signature)
+{
+	struct sig_field fields[SIG_FIELDS_MAX];
+	size_t n;
+	if (id == 0 || event_by_id(r, id))
+		return;
+	if (sig_parse(signature, fields, SIG_FIELDS_MAX, &n) < 0) {
+		fprintf(stderr, PFX "event %s:%s has fields ringtrace cannot describe (\"%s\"); its records are dropped from the trace\n",
+			provider, name, signature);
+		return;
+	}
+	if (r->nevents == r->cap_events) {
+		size_t cap = r->cap_events ? r->cap_events * 2 : 32;
+		struct rec_event *ne = realloc(r->events, cap * sizeof(*ne));
+		if (!ne)
+			return;
+		r->events = ne;
+		r->cap_events = cap;
+	}
+	struct rec_event *e = &r->events[r->nevents];
+	e->id = id;
+	e->provider = strdup(provider);
+	e->name = strdup(name);
+	e->signature = strdup(signature);
+	e->fields = malloc((n ? n : 1) * sizeof(*fields));
+	if (!e->provider || !e->name || !e->signature || !e->fields) {
+		free(e->provider);
+		free(e->name);
+		free(e->signature);
+		free(e->fields);
+		return;
+	}
+	memcpy(e->fields, fields, n * sizeof(*fields));
+	e->nfields = n;
+	r->nevents++;
+	r->reg_changed = 1;
+}
+
+/* Read the entries the program appended since last time. */
+static void read_registry(struct rec *r)
+{
+	struct ringtrace__shm_header *h = r->rb->hdr;
+	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_ACQUIRE);
+	if (used > h->reg_size)
+		used = h->reg_size;
+	const char *base = (const char *)h + h->reg_off;
+	while (r->reg_pos + 16 <= used) {
+		const char *p = base + r->reg_pos;
+		uint32_t w[4];
+		memcpy(w, p, sizeof(w));
+		if (w[0] < 16 || (w[0] & 7) || w[0] > used - r->reg_pos) {
+			fprintf(stderr, PFX "the program's event registry is damaged; later events are not described\n");
+			r->reg_pos = used;
+			return;
+		}
+		const char *strs[4] = { 0 };
+		size_t off = 16, ns = 0;
+		while (ns < 4 && off < w[0]) {
+			const char *s = p + off;
+			size_t len = strnlen(s, w[0] - off);
+			if (len == w[0] - off)
+				break;
+			strs[ns++] = s;
+			off += len + 1;
+		}
+		if (w[1] == 1 && ns == 4)
+			add_event(r, w[2], strs[0], strs[1], strs[2]);
+		else if (w[1] == 2 && ns >= 1)
+			fprintf(stderr, "%s\n", strs[0]);
+		r->reg_pos += w[0];
+	}
+}
+
+static int payload_size(void *arg, uint32_t id, const char *payload, size_t avail, size_t *ret)
+{
+	struct rec_event *e = event_by_id(arg, id);
+	if (!e)
+		return -EBADMSG;
+	return sig_record_size(e->fields, e->nfields, payload, avail, ret);
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+static void scan_threads(struct rec *r)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->child);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long tid = strtoul(e->d_name, &end, 10);
+		if (*end || tid == 0 || tid > UINT32_MAX)
+			continue;
+		char cpath[96], comm[64] = "";
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%lu/comm", (int)r->child, tid);
+		FILE *f = fopen(cpath, "re");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		if (!comm[0])
+			continue;
+		struct rec_thread *t = NULL;
+		for (size_t i = 0; i < r->nthreads; i++)
+			if (r->threads[i].tid == tid)
+				t = &r->threads[i];
+		if (!t) {
+			if (r->nthreads == r->cap_threads) {
+				size_t cap = r->cap_threads ? r->cap_threads * 2 : 16;
+				struct rec_thread *nt = realloc(r->threads, cap * sizeof(*nt));
+				if (!nt)
+					break;
+				r->threads = nt;
+				r->cap_threads = cap;
+			}
+			t = &r->threads[r->nthreads++];
+			t->tid = (uint32_t)tid;
+		}
+		snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	}
+	closedir(d);
+}
+
+/* "tid=comm,..." with comm percent-encoded outside [A-Za-z0-9._-]. */
+static char *thread_names(const struct rec *r)
+{
+	size_t cap = r->nthreads * 64 + 1, len = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	s[0] = 0;
+	for (size_t i = 0; i < r->nthreads; i++) {
+		len += (size_t)snprintf(s + len, cap - len, "%s%u=", i ? "," : "", r->threads[i].tid);
+		for (const unsigned char *c = (const unsigned char *)r->threads[i].comm; *c; c++) {
+			if (isalnum(*c) || *c == '.' || *c == '_' || *c == '-')
+				len += (size_t)snprintf(s + len, cap - len, "%c", *c);
+			else
+				len += (size_t)snprintf(s + len, cap - len, "%%%02X", *c);
+		}
+	}
+	return s;
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+static int write_metadata(struct rec *r, int final)
+{
+	struct clk_sample c1;
+	struct clk_calib cal;
+	if (final) {
+		/* Calibrate over at least 50 ms. */
+		clk_sample(r->clock, &c1);
+		if (c1.mono_ns - r->c0.mono_ns < 50000000u) {
+			uint64_t rest = 50000000u - (c1.mono_ns - r->c0.mono_ns);
+			struct timespec ts = { 0, (long)rest };
+			nanosleep(&ts, NULL);
+			clk_sample(r->clock, &c1);
+		}
+	} else {
+		clk_sample(r->clock, &c1);
+	}
+	clk_calibrate(r->clock, &r->c0, &c1, &cal);
+
+	struct ctf_event_class *ev = calloc(r->nevents ? r->nevents : 1, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nevents; i++) {
+		ev[i].id = r->events[i].id;
+		ev[i].provider = r->events[i].provider;
+		ev[i].name = r->events[i].name;
+		ev[i].signature = r->events[i].signature;
+	}
+	char host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	const char *procname = strrchr(r->argv[0], '/');
+	procname = procname ? procname + 1 : r->argv[0];
+	char *threads = thread_names(r);
+	struct ctf_env_kv env[] = {
+		{ "ringtrace_mode", r->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard", 0 },
+		{ "ringtrace_clock", r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic", 0 },
+		{ "ringtrace_rseq", NULL, r->rb->hdr->use_rseq },
+		{ "ringtrace_subbuf_size", NULL, (int64_t)(r->rb->sb_mask + 1) },
+		{ "ringtrace_subbuf_count", NULL, (int64_t)r->nsb },
+	};
+	struct ctf_trace_desc t = { 0 };
+	memcpy(t.uuid, r->uuid, 16);
+	t.clock.freq = cal.freq;
+	t.clock.offset_s = cal.offset_s;
+	t.clock.offset = cal.offset;
+	memcpy(t.clock.uuid, r->uuid, 16);
+	t.clock.description = r->clock == RINGTRACE__CLOCK_TSC
+				      ? "TSC calibrated against CLOCK_MONOTONIC, offset to the epoch"
+				      : "CLOCK_MONOTONIC, offset to the epoch";
+	t.hostname = host;
+	t.procname = procname;
+	t.tracer_version = RINGTRACE_VERSION;
+	t.thread_names = threads;
+	t.vpid = r->child;
+	t.env = env;
+	t.n_env = sizeof(env) / sizeof(env[0]);
+	t.events = ev;
+	t.n_events = r->nevents;
+
+	char tmp[PATH_MAX], path[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", r->outdir);
+	snprintf(path, sizeof(path), "%s/metadata", r->outdir);
+	int ret = 0;
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		ret = -errno;
+	} else {
+		ret = ctf_metadata_write(f, &t);
+		if (fclose(f) != 0 && ret == 0)
+			ret = -EIO;
+		if (ret == 0 && rename(tmp, path) < 0)
+			ret = -errno;
+		if (ret < 0)
+			unlink(tmp);
+	}
+	if (ret < 0)
+		fprintf(stderr, PFX "cannot write '%s': %s\n", path, strerror(-ret));
+	free(threads);
+	free(ev);
+	r->reg_changed = 0;
+	return ret;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static int start_child(struct rec *r)
+{
+	int errpipe[2];
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		fprintf(stderr, PFX "pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, PFX "fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		setenv("RINGTRACE_SHM", r->shm_path, 1);
+		execvp(r->argv[0], r->argv);
+		int e = errno;
+		if (write(errpipe[1], &e, sizeof(e)) < 0) {
+			/* the parent sees EOF and a 127 status */
+		}
+		_exit(127);
+	}
+	close(errpipe[1]);
+	int e = 0;
+	ssize_t k;
+	do
+		k = read(errpipe[0], &e, sizeof(e));
+	while (k < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (k == (ssize_t)sizeof(e)) {
+		fprintf(stderr, PFX "cannot run '%s': %s\n", r->argv[0], strerror(e));
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	r->child = pid;
+	child_pid_for_signal = pid;
+	return 0;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void cleanup(struct rec *r)
+{
+	if (r->fds) {
+		for (uint32_t c = 0; r->rb && c < r->rb->ncpus; c++)
+			if (r->fds[c] >= 0)
+				close(r->fds[c]);
+		free(r->fds);
+	}
+	rb_reader_free(r->reader);
+	if (r->rb)
+		rb_view_free(r->rb);
+	if (r->mem)
+		munmap(r->mem, r->mem_size);
+	if (r->shm_path) {
+		unlink(r->shm_path);
+		free(r->shm_path);
+	}
+	for (size_t i = 0; i < r->nevents; i++) {
+		free(r->events[i].provider);
+		free(r->events[i].name);
+		free(r->events[i].signature);
+		free(r->events[i].fields);
+	}
+	free(r->events);
+	free(r->threads);
+	free(r->outdir);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec r = { 0 };
+	int status = 1;
+
+	if (parse_args(&r, argc, argv) < 0)
+		return 2;
+
+	struct rb_params p = { 0 };
+	p.ncpus = rb_possible_cpus();
+	p.sb_size = r.buf_size / r.nsb;
+	p.nsb = r.nsb;
+	p.mode = r.mode;
+	r.clock = clk_choose();
+	p.clock = r.clock;
+	p.reg_size = RB_DEFAULT_REG;
+	if (getrandom(r.uuid, sizeof(r.uuid), 0) != sizeof(r.uuid)) {
+		uint64_t x = mono_ms() ^ ((uint64_t)getpid() << 32);
+		for (int i = 0; i < 16; i++)
+			r.uuid[i] = (uint8_t)(x >> (i % 8 * 8)) ^ (uint8_t)i;
+	}
+	r.uuid[6] = (uint8_t)((r.uuid[6] & 0x0f) | 0x40); /* version 4 */
+	r.uuid[8] = (uint8_t)((r.uuid[8] & 0x3f) | 0x80);
+	memcpy(p.uuid, r.uuid, 16);
+	memcpy(p.patterns, r.patterns, sizeof(p.patterns));
+
+	if (make_outdir(&r) < 0)
+		return 2;
+	int k = rb_shm_create(rb_shm_dir(), &p, &r.shm_path, &r.mem, &r.mem_size);
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot create the shared-memory buffers in %s: %s\n", rb_shm_dir(),
+			strerror(-k));
+		goto fail_dir;
+	}
+	if ((k = rb_view_open(r.mem, r.mem_size, &r.rb)) < 0 || (k = rb_reader_new(r.rb, &r.reader)) < 0) {
+		fprintf(stderr, PFX "cannot use the shared-memory buffers: %s\n", strerror(-k));
+		goto fail_dir;
+	}
+	r.fds = malloc(r.rb->ncpus * sizeof(int));
+	if (!r.fds)
+		goto fail_dir;
+	for (uint32_t c = 0; c < r.rb->ncpus; c++)
+		r.fds[c] = -1;
+
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_chld; /* no SA_RESTART: it interrupts the futex wait */
+	sigaction(SIGCHLD, &sa, NULL);
+	/* Ctrl-C reaches the program too (same process group); the recorder
+	 * stays to save what the program wrote until it exits. */
+	signal(SIGINT, SIG_IGN);
+
+	clk_sample(r.clock, &r.c0);
+	if (start_child(&r) < 0) {
+		status = 127;
+		goto fail_dir;
+	}
+	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
+
+	uint64_t last_scan = 0, last_meta = 0;
+	int wstatus = 0;
+	for (;;) {
+		read_registry(&r);
+		consume(&r);
+		uint64_t now = mono_ms();
+		if (now - last_scan >= 50) {
+			scan_threads(&r);
+			last_scan = now;
+		}
+		if (r.reg_changed && now - last_meta >= 1000) {
+			write_metadata(&r, 0);
+			last_meta = now;
+		}
+		siginfo_t si = { 0 };
+		/* WNOWAIT: a zombie's /proc entry still names its main thread. */
+		if (waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == r.child) {
+			scan_threads(&r);
+			waitpid(r.child, &wstatus, 0);
+			break;
+		}
+		rb_reader_wait(r.reader, 100);
+	}
+	child_pid_for_signal = 0;
+
+	/* No writer is left: take everything, open sub-buffers included. */
+	read_registry(&r);
+	consume(&r);
+	uint64_t end_ts = ringtrace__now(r.rb);
+	struct rb_packet pkt;
+	for (uint32_t c = 0; c < r.rb->ncpus; c++)
+		while (rb_reader_salvage(r.reader, c, payload_size, &r, end_ts, &pkt) > 0)
+			write_packet(&r, &pkt);
+
+	if (!r.rb->hdr->attached_pid)
+		fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r.argv[0]);
+	int meta_ok = write_metadata(&r, 1) == 0;
+
+	uint64_t lf = 0, lo = 0, lt = 0, ln = 0;
+	for (uint32_t c = 0; c < r.rb->ncpus; c++) {
+		struct ringtrace__rb_cpu *ctl = r.rb->cpu[c].ctl;
+		lf += ctl->lost_full;
+		lo += ctl->lost_overwrite;
+		lt += ctl->lost_too_big;
+		ln += ctl->lost_nocpu;
+	}
+	struct rb_reader_stats st;
+	rb_reader_stats(r.reader, &st);
+	fprintf(stderr,
+		PFX "%llu events recorded, %llu lost (%llu buffer full, %llu overwritten, %llu too big%s), %llu bytes written to %s%s\n",
+		(unsigned long long)st.events, (unsigned long long)(lf + lo + lt + ln), (unsigned long long)lf,
+		(unsigned long long)lo, (unsigned long long)lt,
+		ln ? ", some from threads without rseq" : "", (unsigned long long)r.bytes, r.outdir,
+		(meta_ok && !r.write_failed) ? "" : " (INCOMPLETE)");
+	if (r.rb->hdr->reg_dropped)
+		fprintf(stderr, PFX "%u event descriptions did not fit in the registry\n", r.rb->hdr->reg_dropped);
+
+	if (WIFEXITED(wstatus))
+		status = WEXITSTATUS(wstatus);
+	else if (WIFSIGNALED(wstatus))
+		status = 128 + WTERMSIG(wstatus);
+	cleanup(&r);
+	return status;
+
+fail_dir:
+	if (r.outdir && dir_is_empty(r.outdir))
+		rmdir(r.outdir);
+	cleanup(&r);
+	return status == 1 ? 2 : status;
+}

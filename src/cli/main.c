@@ -1,0 +1,45 @@
+/*
+ * main.c - the `ringtrace` command: dispatches to one file per subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} cmds[] = {
+	{ "record", cmd_record, "run a program with tracing on and write a CTF trace" },
+	{ "dump", cmd_dump, "print the events of a trace, sorted by time" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ringtrace COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\n'ringtrace COMMAND --help' describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ringtrace %s\n", RINGTRACE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "ringtrace: unknown command '%s' (try 'ringtrace --help')\n", argv[1]);
+	return 2;
+}

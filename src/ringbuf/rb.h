@@ -1,0 +1,120 @@
+/*
+ * rb.h - the ring buffer seen from outside the fast path: creating and
+ * validating a shared-memory region, the process-local view both sides
+ * build from it, the writer's slow path and the consumer.
+ *
+ * The fast path (reserve/commit) is inline in <ringtrace/ringtrace-abi.h>;
+ * the layout and the protocol are in docs/design.md.
+ */
+#ifndef RINGTRACE_RB_H
+#define RINGTRACE_RB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ringtrace/ringtrace-abi.h>
+
+#define RB_SB_MIN_SHIFT   12   /* 4 KiB */
+#define RB_SB_MAX_SHIFT   22   /* 4 MiB */
+#define RB_NSB_MIN_SHIFT  1
+#define RB_NSB_MAX_SHIFT  10
+#define RB_MAX_CPUS       4096
+#define RB_DEFAULT_SB     (256u * 1024)
+#define RB_DEFAULT_NSB    8
+#define RB_DEFAULT_REG    (256u * 1024)
+
+struct rb_params {
+	uint32_t ncpus;
+	uint64_t sb_size;            /* power of two */
+	uint32_t nsb;                /* power of two */
+	uint32_t mode;               /* RINGTRACE__MODE_* */
+	uint32_t clock;              /* RINGTRACE__CLOCK_* */
+	uint64_t reg_size;
+	uint8_t uuid[16];
+	char patterns[sizeof(((struct ringtrace__shm_header *)0)->patterns)];
+};
+
+/* Bytes a region with these parameters needs; -EINVAL if out of range. */
+int rb_region_size(const struct rb_params *p, uint64_t *ret_size);
+
+/* Lay a region out in `mem` (size bytes, zeroed). */
+int rb_region_init(void *mem, uint64_t size, const struct rb_params *p);
+
+/*
+ * Validate a mapped region (every field is untrusted) and build the
+ * process-local view. Returns 0 or -EBADMSG / -EPROTO / -ENOMEM.
+ */
+int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb);
+void rb_view_free(struct ringtrace__rb *rb);
+
+/* Create the region file (mode 0600, O_EXCL) in dir, size it, map it, lay it
+ * out. *ret_path gets a malloc'ed path. */
+int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path,
+		  void **ret_mem, uint64_t *ret_size);
+/* Map an existing region file read-write (size from fstat). */
+int rb_shm_map(const char *path, void **ret_mem, uint64_t *ret_size);
+/* Where regions live: $XDG_RUNTIME_DIR if usable, else /dev/shm. */
+const char *rb_shm_dir(void);
+
+/* Number of CPU ids the kernel may hand out (possible CPUs). */
+uint32_t rb_possible_cpus(void);
+
+/* ---- writer side, used by the library -------------------------------- */
+
+/* Lost events of one CPU, all causes. */
+uint64_t rb_cpu_lost(const struct ringtrace__rb_cpu *ctl);
+
+/* ---- consumer ----------------------------------------------------------- */
+
+struct rb_reader;
+
+/* Walks the records of a packet whose tail may be unwritten: returns the
+ * size of the record's payload starting at `payload` (at most avail bytes),
+ * or a negative errno if the bytes are not a valid record of event `id`. */
+typedef int (*rb_payload_size_fn)(void *arg, uint32_t id, const char *payload, size_t avail,
+				  size_t *ret_size);
+
+struct rb_packet {
+	const char *data;            /* packet bytes, header included */
+	size_t len;                  /* content bytes (what goes to disk) */
+	uint64_t events;             /* user events (thread records excluded) */
+	uint32_t cpu;
+	int salvaged;                /* cut at the first unwritten record */
+};
+
+int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret);
+void rb_reader_free(struct rb_reader *r);
+
+/*
+ * Take the oldest complete sub-buffer of `cpu`. Returns 1 with *pkt filled
+ * (valid until rb_reader_put), 0 when none is ready. In overwrite mode the
+ * packet is a private copy, claimed from the writers.
+ */
+int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt);
+/* Hand the sub-buffer back to the writers (discard mode: zeroed first). */
+void rb_reader_put(struct rb_reader *r, uint32_t cpu);
+
+/*
+ * Only when no writer can run any more (the program exited): take what is
+ * left of `cpu`, including the open sub-buffer and sub-buffers with records
+ * that were reserved but never written, cut at the first such record.
+ * Returns 1 with *pkt (a private copy), 0 when nothing is left.
+ */
+int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg,
+		      uint64_t end_ts, struct rb_packet *pkt);
+
+/* Counters of the consumer. */
+struct rb_reader_stats {
+	uint64_t packets;
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t torn;               /* overwrite mode: copies lost to a writer */
+	uint64_t corrupt;            /* sub-buffers that failed validation */
+};
+void rb_reader_stats(const struct rb_reader *r, struct rb_reader_stats *ret);
+
+/* Ask writers to wake us when they close a sub-buffer, then sleep at most
+ * timeout_ms. */
+void rb_reader_wait(struct rb_reader *r, int timeout_ms);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * rb_read.c - the consumer: takes closed, fully committed sub-buffers out
+ * of a region that another process (or thread) is writing.
+ *
+ * Runs in the recorder (or a test's reader thread), never in the traced
+ * program's threads. Each sub-buffer is a finished CTF packet; in discard
+ * mode it is handed out in place (zero copy) and zeroed before it goes back
+ * to the writers; in overwrite mode it is copied and then claimed with a CAS
+ * on the slot's owner word, so a copy that a writer overwrote meanwhile is
+ * thrown away (the writer counted those events as overwritten).
+ *
+ * Every value read from the region is checked: a damaged sub-buffer is
+ * skipped and counted, never followed.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ringbuf/rb.h"
+
+struct rb_rcpu {
+	uint64_t rpos;               /* start of the next sub-buffer to take */
+	int held;                    /* a discard-mode sub-buffer is out */
+	int done;                    /* salvage finished */
+};
+
+struct rb_reader {
+	struct ringtrace__rb *rb;
+	char *copy;                  /* sub-buffer sized private buffer */
+	struct rb_reader_stats st;
+	struct rb_rcpu cpu[];
+};
+
+static uint32_t lap_mask(const struct ringtrace__rb *rb)
+{
+	uint32_t bits = RINGTRACE__POS_BITS - rb->sb_shift - rb->nsb_shift;
+	return bits >= 16 ? 0xffffu : (1u << bits) - 1;
+}
+
+static uint32_t lap_of(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	return (uint32_t)(pos >> (rb->sb_shift + rb->nsb_shift)) & lap_mask(rb);
+}
+
+static uint32_t slot_of(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	return (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
+}
+
+/* Bytes of slot s committed in lap `lap` (at most sb_size unless damaged). */
+static uint64_t lap_committed(const struct ringtrace__rb *rb, const struct ringtrace__rb_slot *s,
+			      uint32_t lap)
+{
+	/* Acquire pairs with each commit's release (rseq store or xadd). */
+	uint64_t b = __atomic_load_n(&s->local_bytes, __ATOMIC_ACQUIRE) +
+		     __atomic_load_n(&s->remote_bytes, __ATOMIC_ACQUIRE);
+	uint64_t m = (UINT64_C(1) << (RINGTRACE__POS_BITS - rb->nsb_shift)) - 1;
+	return (b - ((uint64_t)lap << rb->sb_shift)) & m;
+}
+
+static uint64_t slot_events(const struct ringtrace__rb_slot *s)
+{
+	return __atomic_load_n(&s->local_events, __ATOMIC_ACQUIRE) +
+	       __atomic_load_n(&s->remote_events, __ATOMIC_ACQUIRE);
+}
+
+int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
+{
+	struct rb_reader *r = calloc(1, sizeof(*r) + rb->ncpus * sizeof(r->cpu[0]));
+	if (!r)
+		return -ENOMEM;
+	r->copy = malloc(rb->sb_mask + 1);
+	if (!r->copy) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->rb = rb;
+	*ret = r;
+	return 0;
+}
+
+void rb_reader_free(struct rb_reader *r)
+{
+	if (!r)
+		return;
+	free(r->copy);
+	free(r);
+}
+
+void rb_reader_stats(const struct rb_reader *r, struct rb_reader_stats *ret)
+{
+	*ret = r->st;
+}
+
+static uint64_t get64(const char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* A packet header as written by open_packet/close_packet. */
+static int packet_valid(const struct ringtrace__rb *rb, const char *p, uint32_t cpu,
+			uint64_t pos, uint64_t *ret_len)
+{
+	uint32_t magic;
+	memcpy(&magic, p, 4);
+	uint64_t content = get64(p + 48);
+	if (magic != 0xC1FC1FC1u || get64(p + 56) != content || (content & 7) ||
+	    content / 8 < RINGTRACE__PKT_HDR || content / 8 >= rb->sb_mask + 1 ||
+	    get64(p + 24) != cpu || get64(p + 64) != pos >> rb->sb_shift ||
+	    memcmp(p + 4, rb->hdr->uuid, 16) != 0)
+		return 0;
+	*ret_len = content / 8;
+	return 1;
+}
+
+/*
+ * Overwrite mode copies while writers may already be reusing the slot; the
+ * CAS on the owner word afterwards decides whether the copy is good. The
+ * race on the bytes is the protocol (a seqlock), hence no TSan here.
+ */
+#if defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define NO_TSAN __attribute__((no_sanitize("thread")))
+#  endif
+#endif
+#if !defined(NO_TSAN) && defined(__SANITIZE_THREAD__)
+#  define NO_TSAN __attribute__((no_sanitize_thread))
+#endif
+#ifndef NO_TSAN
+#  define NO_TSAN
+#endif
+
+NO_TSAN static void racy_copy(char *dst, const char *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = ((const volatile char *)src)[i];
+}
+
+int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
+{
+	struct ringtrace__rb *rb = r->rb;
+	if (cpu >= rb->ncpus)
+		return -EINVAL;
+	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	struct rb_rcpu *rc = &r->cpu[cpu];
+	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+
+	for (;;) {
+		uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t pos = st & RINGTRACE__POS_MASK;
+		uint64_t dist = (pos - rc->rpos) & RINGTRACE__POS_MASK;
+		/* The sub-buffer at rpos is still open (or nothing was written). */
+		if (dist <= sb)
+			return 0;
+		if (dist > buf) {
+			/* The writers lapped us (overwrite mode): jump to the
+			 * oldest sub-buffer that can still be whole. */
+			if (rb->mode != RINGTRACE__MODE_OVERWRITE) {
+				r->st.corrupt++;
+				return -EBADMSG;
+			}
+			rc->rpos = ((pos & ~rb->sb_mask) - buf + sb) & RINGTRACE__POS_MASK;
+			continue;
+		}
+		uint64_t rpos = rc->rpos;
+		struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
+		uint32_t lap = lap_of(rb, rpos);
+		uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		if (RINGTRACE__OWN_LAP(ow) != lap || RINGTRACE__OWN_READ(ow)) {
+			/* Reopened by a writer: overwritten, counted there. */
+			rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+			continue;
+		}
+		uint64_t done = lap_committed(rb, s, lap);
+		if (done < sb)
+			return 0; /* a writer has not committed yet */
+		if (done > sb) {
+			/* Overwrite mode: a writer reopened the slot after we
+			 * read its owner word (it counted the loss). Discard
+			 * mode: impossible unless the region is damaged. */
+			if (rb->mode != RINGTRACE__MODE_OVERWRITE)
+				r->st.corrupt++;
+			rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+			continue;
+		}
+		uint64_t events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
+		const char *p = pc->data + (rpos & rb->buf_mask);
+		uint64_t len;
+		if (rb->mode == RINGTRACE__MODE_OVERWRITE) {
+			racy_copy(r->copy, p, sb);
+			uint64_t claimed = RINGTRACE__OWN(lap, 1, RINGTRACE__OWN_BASE(ow));
+			/* Pairs with the writer's CAS in claim_slot(). */
+			if (!__atomic_compare_exchange_n(&s->owner, &ow, claimed, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE)) {
+				r->st.torn++;
+				rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+				continue;
+			}
+			rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+			p = r->copy;
+		} else {
+			rc->held = 1;
+		}
+		if (!packet_valid(rb, p, cpu, rpos, &len)) {
+			r->st.corrupt++;
+			if (rc->held)
+				rb_reader_put(r, cpu);
+			continue;
+		}
+		pkt->data = p;
+		pkt->len = len;
+		pkt->events = events;
+		pkt->cpu = cpu;
+		pkt->salvaged = 0;
+		r->st.packets++;
+		r->st.events += events;
+		r->st.bytes += len;
+		return 1;
+	}
+}
+
+void rb_reader_put(struct rb_reader *r, uint32_t cpu)
+{
+	struct ringtrace__rb *rb = r->rb;
+	struct rb_rcpu *rc = &r->cpu[cpu];
+	if (!rc->held)
+		return;
+	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	uint64_t rpos = rc->rpos;
+	struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
+	/* Zeroed, so that a record reserved later but never written reads as
+	 * a zero header (design.md "Event write order"). */
+	memset(pc->data + (rpos & rb->buf_mask), 0, rb->sb_mask + 1);
+	uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	/* Release: the zeroing happens before a writer can reuse the slot
+	 * (pairs with the acquire CAS in claim_slot). */
+	__atomic_store_n(&s->owner, ow | (UINT64_C(1) << 46), __ATOMIC_RELEASE);
+	rc->held = 0;
+	rc->rpos = (rpos + rb->sb_mask + 1) & RINGTRACE__POS_MASK;
+}
+
+/* Walk the records of a packet from its header to the first one that was
+ * never written (zero header) or does not decode; returns the bytes kept. */
+static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg,
+			   uint64_t *ret_events)
+{
+	size_t off = RINGTRACE__PKT_HDR;
+	uint64_t events = 0;
+	while (off + RINGTRACE__EV_COMPACT <= avail) {
+		uint32_t w;
+		memcpy(&w, p + off, 4);
+		if (w == 0)
+			break;
+		uint32_t id = w & 31;
+		size_t hl = RINGTRACE__EV_COMPACT;
+		if (id == RINGTRACE__EV_ID_EXT) {
+			if (off + RINGTRACE__EV_EXTENDED > avail)
+				break;
+			memcpy(&id, p + off + 1, 4);
+			hl = RINGTRACE__EV_EXTENDED;
+		}
+		if (id == 0)
+			break;
+		size_t psz;
+		if (id == RINGTRACE__ID_THREAD)
+			psz = 4;
+		else if (!fn || fn(arg, id, p + off + hl, avail - off - hl, &psz) < 0)
+			break;
+		if (psz > avail - off - hl)
+			break;
+		off += hl + psz;
+		if (id != RINGTRACE__ID_THREAD)
+			events++;
+	}
+	*ret_events = events;
+	return off;
+}
+
+int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg,
+		      uint64_t end_ts, struct rb_packet *pkt)
+{
+	struct ringtrace__rb *rb = r->rb;
+	if (cpu >= rb->ncpus)
+		return -EINVAL;
+	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	struct rb_rcpu *rc = &r->cpu[cpu];
+	uint64_t sb = rb->sb_mask + 1;
+
+	rb_reader_put(r, cpu);
+	while (!rc->done) {
+		int k = rb_reader_get(r, cpu, pkt);
+		if (k != 0)
+			return k;
+		uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t pos = st & RINGTRACE__POS_MASK;
+		uint64_t dist = (pos - rc->rpos) & RINGTRACE__POS_MASK;
+		if (dist == 0) {
+			rc->done = 1;
+			return 0;
+		}
+		/* rb_reader_get() returned 0: the sub-buffer at rpos is open
+		 * (dist < sb) or closed with records never committed. */
+		uint64_t rpos = rc->rpos;
+		struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
+		uint32_t lap = lap_of(rb, rpos);
+		uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		int last = dist < sb;
+		rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+		if (last)
+			rc->done = 1;
+		if (RINGTRACE__OWN_LAP(ow) != lap || RINGTRACE__OWN_READ(ow))
+			continue;
+		const char *src = pc->data + (rpos & rb->buf_mask);
+		memcpy(r->copy, src, sb);
+		uint64_t used = last ? dist : sb;
+		uint64_t keep_events;
+		size_t keep;
+		uint64_t done = lap_committed(rb, s, lap);
+		uint32_t magic;
+		memcpy(&magic, r->copy, 4);
+		if (magic != 0xC1FC1FC1u) {
+			r->st.corrupt++;
+			continue;
+		}
+		if (last && done == used) {
+			keep = used;
+			keep_events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
+		} else {
+			/* Records reserved but never committed: keep what comes
+			 * before the first of them. */
+			uint64_t bound = last ? used : (get64(r->copy + 48) / 8);
+			if (bound < RINGTRACE__PKT_HDR || bound > sb)
+				bound = used;
+			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
+		}
+		char *h = r->copy;
+		uint64_t v = keep * 8;
+		memcpy(h + 48, &v, 8);
+		memcpy(h + 56, &v, 8);
+		if (last || get64(h + 40) < get64(h + 32))
+			memcpy(h + 40, &end_ts, 8);
+		v = rb_cpu_lost(pc->ctl);
+		memcpy(h + 72, &v, 8);
+		pkt->data = r->copy;
+		pkt->len = keep;
+		pkt->events = keep_events;
+		pkt->cpu = cpu;
+		pkt->salvaged = 1;
+		r->st.packets++;
+		r->st.events += keep_events;
+		r->st.bytes += keep;
+		return 1;
+	}
+	return 0;
+}
+
+void rb_reader_wait(struct rb_reader *r, int timeout_ms)
+{
+	uint32_t *w = &r->rb->hdr->reader_wait;
+	__atomic_store_n(w, 1, __ATOMIC_RELAXED);
+	/* Pairs with the writer's fence in wake_reader(): after it, either we
+	 * see its closed sub-buffer or it sees our flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
+		uint64_t st = __atomic_load_n(&r->rb->cpu[c].ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t dist = ((st & RINGTRACE__POS_MASK) - r->cpu[c].rpos) & RINGTRACE__POS_MASK;
+		if (dist > r->rb->sb_mask + 1) {
+			__atomic_store_n(w, 0, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	syscall(SYS_futex, w, FUTEX_WAIT, 1, &ts, NULL, 0);
+	__atomic_store_n(w, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,278 @@
+/*
+ * rb_shm.c - creating, mapping and validating the shared-memory region.
+ *
+ * The recorder creates the region; the traced program maps it at start-up.
+ * Both sides go through rb_view_open(), which treats every header field as
+ * hostile: a region that does not validate is never used, so a damaged or
+ * foreign file cannot make the program write outside its mapping.
+ * Runs once per session, never on a hot path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "ringbuf/rb.h"
+
+#define PAGE 4096u
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static uint32_t log2u(uint64_t v)
+{
+	return (uint32_t)__builtin_ctzll(v);
+}
+
+uint32_t rb_possible_cpus(void)
+{
+	/* /sys/devices/system/cpu/possible lists ascending ranges ("0-3,8-11");
+	 * rseq hands out ids up to the last number. */
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	uint32_t n = 0;
+	if (f) {
+		char buf[256];
+		if (fgets(buf, sizeof(buf), f)) {
+			unsigned long last = 0;
+			int seen = 0;
+			for (char *s = buf; *s;) {
+				if (*s >= '0' && *s <= '9') {
+					last = strtoul(s, &s, 10);
+					seen = 1;
+				} else {
+					s++;
+				}
+			}
+			if (seen && last < RB_MAX_CPUS)
+				n = (uint32_t)last + 1;
+		}
+		fclose(f);
+	}
+	if (n == 0)
+		n = (uint32_t)get_nprocs_conf();
+	if (n == 0)
+		n = 1;
+	return n > RB_MAX_CPUS ? RB_MAX_CPUS : n;
+}
+
+struct layout {
+	uint64_t reg_off, cpu_off, cpu_stride, slots_rel, data_rel, total;
+};
+
+static int compute_layout(uint32_t ncpus, uint32_t sb_shift, uint32_t nsb_shift, uint64_t reg_size,
+			  struct layout *l)
+{
+	if (ncpus == 0 || ncpus > RB_MAX_CPUS || sb_shift < RB_SB_MIN_SHIFT ||
+	    sb_shift > RB_SB_MAX_SHIFT || nsb_shift < RB_NSB_MIN_SHIFT ||
+	    nsb_shift > RB_NSB_MAX_SHIFT || reg_size < PAGE || reg_size > (64u << 20))
+		return -EINVAL;
+	uint64_t nsb = UINT64_C(1) << nsb_shift;
+	uint64_t buf = UINT64_C(1) << (sb_shift + nsb_shift);
+	l->reg_off = align_up(sizeof(struct ringtrace__shm_header), PAGE);
+	l->cpu_off = align_up(l->reg_off + reg_size, PAGE);
+	l->slots_rel = align_up(sizeof(struct ringtrace__rb_cpu), 64);
+	l->data_rel = align_up(l->slots_rel + nsb * sizeof(struct ringtrace__rb_slot), PAGE);
+	l->cpu_stride = align_up(l->data_rel + buf, PAGE);
+	l->total = l->cpu_off + (uint64_t)ncpus * l->cpu_stride;
+	return 0;
+}
+
+static int params_layout(const struct rb_params *p, struct layout *l)
+{
+	if (!is_pow2(p->sb_size) || !is_pow2(p->nsb) || p->mode > 1 || p->clock > 1)
+		return -EINVAL;
+	return compute_layout(p->ncpus, log2u(p->sb_size), log2u(p->nsb), p->reg_size, l);
+}
+
+int rb_region_size(const struct rb_params *p, uint64_t *ret_size)
+{
+	struct layout l;
+	int r = params_layout(p, &l);
+	if (r < 0)
+		return r;
+	*ret_size = l.total;
+	return 0;
+}
+
+int rb_region_init(void *mem, uint64_t size, const struct rb_params *p)
+{
+	struct layout l;
+	int r = params_layout(p, &l);
+	if (r < 0)
+		return r;
+	if (size < l.total)
+		return -EINVAL;
+	struct ringtrace__shm_header *h = mem;
+	memset(h, 0, sizeof(*h));
+	h->magic = RINGTRACE__SHM_MAGIC;
+	h->version = RINGTRACE__SHM_VERSION;
+	h->header_size = sizeof(*h);
+	h->total_size = l.total;
+	h->ncpus = p->ncpus;
+	h->sb_shift = log2u(p->sb_size);
+	h->nsb_shift = log2u(p->nsb);
+	h->mode = p->mode;
+	h->clock = p->clock;
+	h->creator_pid = (uint32_t)getpid();
+	memcpy(h->uuid, p->uuid, sizeof(h->uuid));
+	h->reg_off = l.reg_off;
+	h->reg_size = p->reg_size;
+	h->cpu_off = l.cpu_off;
+	h->cpu_stride = l.cpu_stride;
+	h->slots_rel = l.slots_rel;
+	h->data_rel = l.data_rel;
+	memcpy(h->patterns, p->patterns, sizeof(h->patterns));
+	h->patterns[sizeof(h->patterns) - 1] = 0;
+	h->patterns[sizeof(h->patterns) - 2] = 0;
+	return 0;
+}
+
+int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb)
+{
+	struct ringtrace__shm_header *h = mem;
+	struct layout l;
+
+	if (!mem || size < sizeof(*h))
+		return -EBADMSG;
+	if (h->magic != RINGTRACE__SHM_MAGIC)
+		return -EBADMSG;
+	if (h->version != RINGTRACE__SHM_VERSION || h->header_size != sizeof(*h))
+		return -EPROTO;
+	/* Recompute the layout from the few free parameters and require the
+	 * stored offsets to match it exactly: nothing else is trusted. */
+	if (compute_layout(h->ncpus, h->sb_shift, h->nsb_shift, h->reg_size, &l) < 0)
+		return -EBADMSG;
+	if (h->total_size != l.total || size < l.total || h->reg_off != l.reg_off ||
+	    h->cpu_off != l.cpu_off || h->cpu_stride != l.cpu_stride ||
+	    h->slots_rel != l.slots_rel || h->data_rel != l.data_rel || h->mode > 1 || h->clock > 1)
+		return -EBADMSG;
+
+	struct ringtrace__rb *rb = calloc(1, sizeof(*rb) + h->ncpus * sizeof(rb->cpu[0]));
+	if (!rb)
+		return -ENOMEM;
+	rb->hdr = h;
+	rb->ncpus = h->ncpus;
+	rb->sb_shift = h->sb_shift;
+	rb->nsb_shift = h->nsb_shift;
+	rb->mode = h->mode;
+	rb->sb_mask = (UINT64_C(1) << h->sb_shift) - 1;
+	rb->buf_mask = (UINT64_C(1) << (h->sb_shift + h->nsb_shift)) - 1;
+	rb->clock_tsc = h->clock == RINGTRACE__CLOCK_TSC;
+	for (uint32_t c = 0; c < h->ncpus; c++) {
+		char *base = (char *)mem + l.cpu_off + (uint64_t)c * l.cpu_stride;
+		rb->cpu[c].ctl = (struct ringtrace__rb_cpu *)base;
+		rb->cpu[c].slots = (struct ringtrace__rb_slot *)(base + l.slots_rel);
+		rb->cpu[c].data = base + l.data_rel;
+	}
+	*ret_rb = rb;
+	return 0;
+}
+
+void rb_view_free(struct ringtrace__rb *rb)
+{
+	free(rb);
+}
+
+const char *rb_shm_dir(void)
+{
+	const char *d = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	if (d && *d == '/' && stat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+	    access(d, W_OK) == 0)
+		return d;
+	return "/dev/shm";
+}
+
+int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path, void **ret_mem,
+		  uint64_t *ret_size)
+{
+	uint64_t size;
+	int r = rb_region_size(p, &size);
+	if (r < 0)
+		return r;
+	char *path = NULL;
+	int fd = -1;
+	for (int tries = 0; tries < 16 && fd < 0; tries++) {
+		free(path);
+		path = NULL;
+		unsigned rnd = (unsigned)(p->uuid[0] | p->uuid[1] << 8 | p->uuid[2] << 16) ^ (unsigned)tries * 2654435761u;
+		if (asprintf(&path, "%s/ringtrace-%d-%08x", dir, (int)getpid(), rnd) < 0)
+			return -ENOMEM;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST) {
+			r = -errno;
+			free(path);
+			return r;
+		}
+	}
+	if (fd < 0) {
+		free(path);
+		return -EEXIST;
+	}
+	if (ftruncate(fd, (off_t)size) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	close(fd);
+	r = rb_region_init(mem, size, p);
+	if (r < 0) {
+		munmap(mem, size);
+		unlink(path);
+		free(path);
+		return r;
+	}
+	*ret_path = path;
+	*ret_mem = mem;
+	*ret_size = size;
+	return 0;
+fail:
+	close(fd);
+	unlink(path);
+	free(path);
+	return r;
+}
+
+int rb_shm_map(const char *path, void **ret_mem, uint64_t *ret_size)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    st.st_size < (off_t)sizeof(struct ringtrace__shm_header)) {
+		r = -EPERM;
+		goto out;
+	}
+	void *mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		r = -errno;
+		goto out;
+	}
+	*ret_mem = mem;
+	*ret_size = (uint64_t)st.st_size;
+out:
+	close(fd);
+	return r;
+}

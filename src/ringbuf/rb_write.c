@@ -1,0 +1,360 @@
+/*
+ * rb_write.c - the writer's slow path, run inside the traced program.
+ *
+ * The inline fast path (ringtrace-abi.h) handles a reservation that fits in
+ * the open sub-buffer of the current CPU, with rseq. Everything else comes
+ * here: a thread's first event (its tid is cached), opening a new
+ * sub-buffer (and closing the full one), the atomic fallback for sessions
+ * or threads without rseq, and commits from a thread that migrated.
+ *
+ * Like the fast path this code never blocks, allocates or prints; the only
+ * system calls are gettid once per thread and a futex wake when the reader
+ * sleeps and a sub-buffer was closed. A failure drops the event and counts
+ * it by cause. Called from any thread, including signal handlers.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ringbuf/rb.h"
+
+/* The CTF packet header/context offsets (docs/design.md section 3). */
+#define PKT_MAGIC      0
+#define PKT_UUID       4
+#define PKT_STREAM_ID  20
+#define PKT_INSTANCE   24
+#define PKT_TS_BEGIN   32
+#define PKT_TS_END     40
+#define PKT_CONTENT    48
+#define PKT_SIZE       56
+#define PKT_SEQ        64
+#define PKT_DISCARDED  72
+#define PKT_CPU        80
+
+#define THR_REC_LEN    (RINGTRACE__EV_COMPACT + 4)
+
+struct ringtrace__rb *ringtrace__rb_current;
+__thread struct ringtrace__tls ringtrace__tls __attribute__((tls_model("initial-exec")));
+
+uint64_t ringtrace__clock_monotonic(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rb_cpu_lost(const struct ringtrace__rb_cpu *ctl)
+{
+	return __atomic_load_n(&ctl->lost_full, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&ctl->lost_overwrite, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&ctl->lost_too_big, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&ctl->lost_nocpu, __ATOMIC_RELAXED);
+}
+
+static void count_lost(uint64_t *counter, uint64_t n)
+{
+	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+static void put64(char *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static void put32(char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/* Laps are tagged modulo 2^16 in owner words, and positions wrap at 2^42:
+ * the tag space is the smaller of the two. */
+static uint32_t lap_mask(const struct ringtrace__rb *rb)
+{
+	uint32_t bits = RINGTRACE__POS_BITS - rb->sb_shift - rb->nsb_shift;
+	return bits >= 16 ? 0xffffu : (1u << bits) - 1;
+}
+
+static uint32_t lap_of(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	return (uint32_t)(pos >> (rb->sb_shift + rb->nsb_shift)) & lap_mask(rb);
+}
+
+static uint32_t slot_of(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	return (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
+}
+
+/*
+ * Is lap `lap` of slot s fully committed? Cumulative byte counts are
+ * compared modulo the bytes one slot sees per 2^42 positions.
+ */
+static int lap_complete(const struct ringtrace__rb *rb, const struct ringtrace__rb_slot *s,
+			uint32_t lap, uint64_t *ret_events)
+{
+	/* Acquire pairs with the release of each commit (the rseq store or the
+	 * remote xadd), so the records' bytes and the event counts are final. */
+	uint64_t lb = __atomic_load_n(&s->local_bytes, __ATOMIC_ACQUIRE);
+	uint64_t rbytes = __atomic_load_n(&s->remote_bytes, __ATOMIC_ACQUIRE);
+	uint64_t m = (UINT64_C(1) << (RINGTRACE__POS_BITS - rb->nsb_shift)) - 1;
+	uint64_t want = ((uint64_t)lap + 1) << rb->sb_shift;
+	if (((lb + rbytes) & m) != (want & m))
+		return 0;
+	if (ret_events)
+		*ret_events = __atomic_load_n(&s->local_events, __ATOMIC_ACQUIRE) +
+			      __atomic_load_n(&s->remote_events, __ATOMIC_ACQUIRE);
+	return 1;
+}
+
+/* Commit from a thread that is not (or may not be) on the owning CPU. */
+void ringtrace__commit_slow(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events)
+{
+	struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
+	/* events before bytes: a reader that sees the bytes complete (acquire)
+	 * sees the count too. */
+	if (events)
+		__atomic_fetch_add(&s->remote_events, events, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->remote_bytes, bytes, __ATOMIC_RELEASE);
+}
+
+static void commit_any(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events)
+{
+#if RINGTRACE__RSEQ
+	if (c->rb->use_rseq) {
+		struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
+		ringtrace__v2di inc = { (long long)bytes, (long long)events };
+		while (ringtrace__rseq_cpu() == (int32_t)c->cpu)
+			if (ringtrace__rseq_add16(&s->local_bytes, inc, (int32_t)c->cpu) == 0)
+				return;
+	}
+#endif
+	ringtrace__commit_slow(c, bytes, events);
+}
+
+/*
+ * Move the state word from `expect` to `newv` if nothing moved it, reading
+ * the clock in between; 0 on success, 1 to retry, 2 when the time since
+ * `ref` needs an extended header.
+ */
+static int state_commit(struct ringtrace__rb *rb, int32_t cpu, uint64_t expect, uint64_t newv,
+			uint64_t ref, uint64_t limit, uint64_t *ts)
+{
+	struct ringtrace__rb_cpu *ctl = rb->cpu[cpu].ctl;
+#if RINGTRACE__RSEQ
+	if (rb->use_rseq && rb->clock_tsc)
+		return ringtrace__rseq_reserve(&ctl->state, expect, newv, ref, limit, ts, cpu);
+#endif
+	/* The clock is read after the state load (lfence orders rdtsc after
+	 * it): a successful CAS then means no record was committed between our
+	 * clock read and ours, so timestamps follow buffer order. */
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("lfence" ::: "memory");
+#endif
+	uint64_t now = ringtrace__now(rb);
+	if (now - ref >= limit)
+		return 2;
+	if (__atomic_compare_exchange_n(&ctl->state, &expect, newv, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED)) {
+		*ts = now;
+		return 0;
+	}
+	return 1;
+}
+
+static void wake_reader(struct ringtrace__rb *rb)
+{
+	uint32_t *w = &rb->hdr->reader_wait;
+	/* Pairs with the reader's store of 1 and full fence before it checks
+	 * for data: either it sees our sub-buffer or we see its flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(w, __ATOMIC_RELAXED) && __atomic_exchange_n(w, 0, __ATOMIC_ACQ_REL))
+		syscall(SYS_futex, w, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/*
+ * Make slot(next) available for the lap starting at `next`. 0: go on;
+ * -EAGAIN: lost a race, start over; -ENOSPC: drop the event (discard mode and
+ * the reader has not taken the slot, or a writer of the old lap has not
+ * committed yet).
+ */
+static int claim_slot(struct ringtrace__rb *rb, struct ringtrace__rb_percpu *pc, uint64_t next)
+{
+	struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, next)];
+	uint32_t lap = lap_of(rb, next);
+	uint32_t prev = (lap - 1) & lap_mask(rb);
+	uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+
+	if (RINGTRACE__OWN_LAP(ow) == lap)
+		return 0; /* opened already (by a racing switch, or lap 0) */
+	if (RINGTRACE__OWN_LAP(ow) != prev)
+		return -ENOSPC;
+	uint64_t events;
+	if (!lap_complete(rb, s, prev, &events))
+		return -ENOSPC;
+	uint64_t nw = RINGTRACE__OWN(lap, 0, events);
+	if (!RINGTRACE__OWN_READ(ow) && rb->mode != RINGTRACE__MODE_OVERWRITE)
+		return -ENOSPC;
+	/* Pairs with the reader's CAS claiming the old lap: exactly one wins. */
+	if (!__atomic_compare_exchange_n(&s->owner, &ow, nw, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	if (!RINGTRACE__OWN_READ(ow))
+		count_lost(&pc->ctl->lost_overwrite,
+			   (events - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1));
+	return 0;
+}
+
+static void close_packet(struct ringtrace__wctx *c, struct ringtrace__rb_percpu *pc, uint64_t start,
+			 uint64_t used, uint64_t ts)
+{
+	struct ringtrace__rb *rb = c->rb;
+	char *p = pc->data + (start & rb->buf_mask);
+	put64(p + PKT_TS_END, ts);
+	put64(p + PKT_CONTENT, used * 8);
+	put64(p + PKT_SIZE, used * 8);
+	put64(p + PKT_DISCARDED, rb_cpu_lost(pc->ctl));
+	struct ringtrace__wctx pad = *c;
+	pad.slot = slot_of(rb, start);
+	/* The padding completes the lap; the release in the commit publishes
+	 * the fields above with it. */
+	commit_any(&pad, (uint32_t)(rb->sb_mask + 1 - used), 0);
+}
+
+/* Begin fields of a new packet, written by the thread whose reservation
+ * opened it, after the state commit and before its own commit (which
+ * counts the header bytes, so the reader never sees it half written). */
+static void open_packet(struct ringtrace__rb *rb, struct ringtrace__rb_percpu *pc, uint32_t cpu,
+			uint64_t next, uint64_t ts)
+{
+	char *p = pc->data + (next & rb->buf_mask);
+	put32(p + PKT_MAGIC, 0xC1FC1FC1u);
+	memcpy(p + PKT_UUID, rb->hdr->uuid, 16);
+	put32(p + PKT_STREAM_ID, 0);
+	put64(p + PKT_INSTANCE, cpu);
+	put64(p + PKT_TS_BEGIN, ts);
+	put64(p + PKT_SEQ, next >> rb->sb_shift);
+	put32(p + PKT_CPU, cpu);
+	/* Not the end fields: the opener may be preempted after its state
+	 * commit while others fill this sub-buffer and close it; they belong
+	 * to close_packet() alone. */
+}
+
+static int32_t current_cpu(const struct ringtrace__rb *rb)
+{
+#if RINGTRACE__RSEQ
+	if (rb->use_rseq)
+		return ringtrace__rseq_cpu();
+#endif
+	return sched_getcpu();
+}
+
+static void write_thread_rec(char *p, uint32_t tid, uint64_t ts, int ext)
+{
+	uint32_t hl = ringtrace__hdr_len(RINGTRACE__ID_THREAD, ext);
+	memcpy(p + hl, &tid, 4);
+	ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, ext);
+}
+
+int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+			    uint32_t payload)
+{
+	struct ringtrace__rb *rb = c->rb;
+	uint32_t tid = ringtrace__tls.tid;
+	int ext = 0;
+
+	(void)d;
+	if (RINGTRACE__UNLIKELY(tid == 0)) {
+		/* Once per thread; pids are below 2^22 (PID_MAX_LIMIT). */
+		tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
+		ringtrace__tls.tid = tid;
+	}
+
+	for (;;) {
+		int32_t cpu = current_cpu(rb);
+		if (RINGTRACE__UNLIKELY(cpu < 0 || (uint32_t)cpu >= rb->ncpus)) {
+			/* A thread without rseq in an rseq session must not
+			 * touch a state word: count it on some CPU. */
+			int32_t any = sched_getcpu();
+			count_lost(&rb->cpu[(uint32_t)(any < 0 ? 0 : any) % rb->ncpus].ctl->lost_nocpu, 1);
+			return 0;
+		}
+		struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+		uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t pos = st & RINGTRACE__POS_MASK;
+		uint64_t in = pos & rb->sb_mask;
+		uint64_t sb = rb->sb_mask + 1;
+		int thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid;
+		uint32_t thr_len = thr ? ringtrace__hdr_len(RINGTRACE__ID_THREAD, ext) + 4 : 0;
+		uint32_t ev_hdr = ringtrace__hdr_len(c->id, ext && !thr);
+		uint64_t need = (uint64_t)thr_len + ev_hdr + payload;
+		uint64_t ts = 0;
+
+		/* Never fill a sub-buffer exactly: a position on a sub-buffer
+		 * boundary then always means "none open" (only at the start). */
+		if (in != 0 && in + need < sb) {
+			uint64_t newv = ((pos + need) & RINGTRACE__POS_MASK) | ((uint64_t)tid << RINGTRACE__POS_BITS);
+			uint64_t ref = __atomic_load_n(&pc->ctl->last_ts, __ATOMIC_RELAXED);
+			uint64_t limit = ext ? ~UINT64_C(0) : (UINT64_C(1) << RINGTRACE__TS_BITS);
+			int r = state_commit(rb, cpu, st, newv, ref, limit, &ts);
+			if (r == 2)
+				ext = 1;
+			if (r != 0)
+				continue;
+			__atomic_store_n(&pc->ctl->last_ts, ts, __ATOMIC_RELAXED);
+			char *p = pc->data + (pos & rb->buf_mask);
+			if (thr) {
+				write_thread_rec(p, tid, ts, ext);
+				p += thr_len;
+			}
+			c->ts = ts;
+			c->rec = p;
+			c->payload = p + ev_hdr;
+			c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
+			c->cpu = (uint32_t)cpu;
+			c->slot = slot_of(rb, pos);
+			c->len = (uint32_t)need;
+			return 1;
+		}
+
+		/* Open the next sub-buffer: packet header, a thread record (each
+		 * packet says who writes first), then the event; all compact,
+		 * since the packet's timestamp_begin is this event's time. */
+		ev_hdr = ringtrace__hdr_len(c->id, 0);
+		need = RINGTRACE__PKT_HDR + THR_REC_LEN + ev_hdr + (uint64_t)payload;
+		if (need >= sb) {
+			count_lost(&pc->ctl->lost_too_big, 1);
+			return 0;
+		}
+		uint64_t next = in ? ((pos - in + sb) & RINGTRACE__POS_MASK) : pos;
+		int r = claim_slot(rb, pc, next);
+		if (r == -EAGAIN)
+			continue;
+		if (r < 0) {
+			count_lost(&pc->ctl->lost_full, 1);
+			return 0;
+		}
+		uint64_t newv = ((next + need) & RINGTRACE__POS_MASK) | ((uint64_t)tid << RINGTRACE__POS_BITS);
+		if (state_commit(rb, cpu, st, newv, 0, ~UINT64_C(0), &ts) != 0)
+			continue;
+		__atomic_store_n(&pc->ctl->last_ts, ts, __ATOMIC_RELAXED);
+		c->cpu = (uint32_t)cpu;
+		if (in)
+			close_packet(c, pc, pos - in, in, ts);
+		open_packet(rb, pc, (uint32_t)cpu, next, ts);
+		char *p = pc->data + (next & rb->buf_mask) + RINGTRACE__PKT_HDR;
+		write_thread_rec(p, tid, ts, 0);
+		p += THR_REC_LEN;
+		c->ts = ts;
+		c->rec = p;
+		c->payload = p + ev_hdr;
+		c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
+		c->slot = slot_of(rb, next);
+		c->len = (uint32_t)need;
+		if (in)
+			wake_reader(rb);
+		return 1;
+	}
+}
