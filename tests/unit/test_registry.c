@@ -1,0 +1,191 @@
+/*
+ * test_registry.c - event registration per object section: ids, sharing
+ * between objects, refusal of conflicting definitions with a message naming
+ * both, reference counting on unload, the registry log in the region and
+ * selection by patterns.
+ *
+ * The registry is process-wide state, so the tests run in order and use
+ * distinct event names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cmocka.h>
+
+#include <ringtrace/ringtrace-api.h>
+
+#include "lib/registry.h"
+#include "ringbuf/rb.h"
+
+#define DESC(p, n, sig) { 0, 0, RINGTRACE_ABI_VERSION, __LINE__, p, n, sig, "test_registry.c", { 0, 0 } }
+
+static char last_msg[1024];
+static int nmsg;
+
+static void on_log(int level, const char *msg)
+{
+	(void)level;
+	snprintf(last_msg, sizeof(last_msg), "%s", msg);
+	nmsg++;
+}
+
+/* Two "objects" declaring the same event, one declaring another. */
+static struct ringtrace_event_desc a_req = DESC("app", "request", "u32 id;string path");
+static struct ringtrace_event_desc a_tick = DESC("app", "tick", "");
+static struct ringtrace_event_desc b_req = DESC("app", "request", "u32 id;string path");
+static struct ringtrace_event_desc c_req = DESC("app", "request", "u64 id;string path");
+static struct ringtrace_event_desc c_other = DESC("lib", "other", "f64 x");
+static struct ringtrace_event_desc bad_abi = { 0, 0, 999, 1, "app", "future", "u8 x", "f.c", { 0, 0 } };
+
+static struct ringtrace_event_desc *const obj_a[] = { &a_req, &a_tick };
+static struct ringtrace_event_desc *const obj_b[] = { &b_req };
+static struct ringtrace_event_desc *const obj_c[] = { &c_req, &c_other, &bad_abi };
+
+static void test_ids_and_sharing(void **state)
+{
+	(void)state;
+	ringtrace_set_log_callback(on_log);
+	ringtrace__register_section(obj_a, obj_a + 2);
+	ringtrace__register_section(obj_a, obj_a + 2); /* second TU of the same object */
+	ringtrace__register_section(obj_b, obj_b + 1);
+	assert_true(a_req.id >= 2);
+	assert_int_equal(a_tick.id, a_req.id + 1);
+	assert_int_equal(b_req.id, a_req.id); /* same name, same fields: one id */
+	assert_int_equal(a_req.enabled, 0);   /* not recording */
+	assert_int_equal(nmsg, 0);
+}
+
+static void test_conflict_refused(void **state)
+{
+	(void)state;
+	ringtrace__register_section(obj_c, obj_c + 3);
+	assert_int_equal(c_req.id, 0); /* refused */
+	assert_true(c_other.id > a_tick.id);
+	assert_int_equal(bad_abi.id, 0);
+	assert_int_equal(nmsg, 2);
+	/* The conflict message names both definitions. */
+	ringtrace__unregister_section(obj_c, obj_c + 3);
+	nmsg = 0;
+	ringtrace__register_section(obj_c, obj_c + 2);
+	assert_int_equal(nmsg, 1);
+	assert_non_null(strstr(last_msg, "app:request"));
+	assert_non_null(strstr(last_msg, "u64 id;string path"));
+	assert_non_null(strstr(last_msg, "u32 id;string path"));
+	char line_c[32], line_a[32];
+	snprintf(line_c, sizeof(line_c), "test_registry.c:%u", c_req.line);
+	snprintf(line_a, sizeof(line_a), "test_registry.c:%u", a_req.line);
+	assert_non_null(strstr(last_msg, line_c));
+	assert_non_null(strstr(last_msg, line_a));
+}
+
+struct logent {
+	uint32_t kind, id;
+	const char *s[4];
+};
+
+static size_t read_log(const struct ringtrace__shm_header *h, struct logent *out, size_t max)
+{
+	const char *base = (const char *)h + h->reg_off;
+	size_t n = 0;
+	for (uint64_t pos = 0; pos < h->reg_used && n < max;) {
+		uint32_t w[4];
+		memcpy(w, base + pos, 16);
+		assert_true(w[0] >= 16 && (w[0] & 7) == 0);
+		out[n].kind = w[1];
+		out[n].id = w[2];
+		const char *s = base + pos + 16;
+		for (int i = 0; i < 4; i++) {
+			out[n].s[i] = s;
+			s += strlen(s) + 1;
+		}
+		n++;
+		pos += w[0];
+	}
+	return n;
+}
+
+static void test_attach_publishes_and_selects(void **state)
+{
+	(void)state;
+	struct rb_params p = { 0 };
+	p.ncpus = 2;
+	p.sb_size = 4096;
+	p.nsb = 2;
+	p.reg_size = 8192;
+	strcpy(p.patterns, "app:req*"); /* one pattern, NUL-terminated list */
+	uint64_t size;
+	assert_int_equal(rb_region_size(&p, &size), 0);
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_int_equal(rb_region_init(mem, size, &p), 0);
+	struct ringtrace__rb *rb;
+	assert_int_equal(rb_view_open(mem, size, &rb), 0);
+	reg_attach(rb);
+	assert_ptr_equal(ringtrace__rb_current, rb);
+	assert_int_equal(a_req.enabled, 1);
+	assert_int_equal(b_req.enabled, 1);
+	assert_int_equal(a_tick.enabled, 0); /* not selected */
+	assert_int_equal(c_other.enabled, 0);
+	assert_int_equal(c_req.enabled, 0);  /* refused */
+
+	struct logent e[16];
+	size_t n = read_log(rb->hdr, e, 16);
+	assert_true(n >= 4);
+	assert_int_equal(e[0].kind, 1);
+	assert_int_equal(e[0].id, RINGTRACE__ID_THREAD);
+	assert_string_equal(e[0].s[2], "u32 tid");
+	int found = 0, msgs = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (e[i].kind == 1 && e[i].id == a_req.id) {
+			assert_string_equal(e[i].s[0], "app");
+			assert_string_equal(e[i].s[1], "request");
+			assert_string_equal(e[i].s[2], "u32 id;string path");
+			found++;
+		}
+		if (e[i].kind == 2)
+			msgs++;
+	}
+	assert_int_equal(found, 1);
+	assert_true(msgs >= 1); /* messages from before the attach are kept */
+
+	/* An object loaded while recording: logged and enabled at once. */
+	static struct ringtrace_event_desc late = DESC("app", "request_late", "u8 x");
+	static struct ringtrace_event_desc *const obj_late[] = { &late };
+	ringtrace__register_section(obj_late, obj_late + 1);
+	assert_int_equal(late.enabled, 1);
+	n = read_log(rb->hdr, e, 16);
+	assert_int_equal(e[n - 1].id, late.id);
+
+	/* Unloading the last user of a section disables its descriptors. */
+	ringtrace__unregister_section(obj_a, obj_a + 2);
+	assert_int_equal(a_req.enabled, 1); /* one reference left */
+	ringtrace__unregister_section(obj_a, obj_a + 2);
+	assert_int_equal(a_req.enabled, 0);
+	assert_int_equal(b_req.enabled, 1); /* the other object still has it */
+
+	/* Reloading keeps the id. */
+	uint32_t id = b_req.id;
+	ringtrace__register_section(obj_a, obj_a + 2);
+	assert_int_equal(a_req.id, id);
+
+	reg_detach_after_fork();
+	assert_null(ringtrace__rb_current);
+	assert_int_equal(b_req.enabled, 0);
+	rb_view_free(rb);
+	munmap(mem, size);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ids_and_sharing),
+		cmocka_unit_test(test_conflict_refused),
+		cmocka_unit_test(test_attach_publishes_and_selects),
+	};
+	return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
+}
