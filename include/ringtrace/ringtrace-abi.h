@@ -52,6 +52,9 @@ extern "C" {
 #define RINGTRACE__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RINGTRACE__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RINGTRACE__BARRIER()   __asm__ __volatile__("" ::: "memory")
+/* The fast path must be inlined into each probe: clang otherwise keeps
+ * it out of line and the write context goes through memory. */
+#define RINGTRACE__INLINE      static inline __attribute__((always_inline))
 
 /*
  * One per tracepoint declaration per translation unit, in .data; a pointer
@@ -222,13 +225,13 @@ static inline uint64_t ringtrace__now(const struct ringtrace__rb *rb)
 /* ---- record headers ------------------------------------------------------ */
 
 /* Header bytes of a record with this id, compact or extended. */
-static inline uint32_t ringtrace__hdr_len(uint32_t id, int ext)
+RINGTRACE__INLINE uint32_t ringtrace__hdr_len(uint32_t id, int ext)
 {
 	return (ext || id >= RINGTRACE__EV_ID_EXT) ? RINGTRACE__EV_EXTENDED : RINGTRACE__EV_COMPACT;
 }
 
 /* Written after the record's payload (a zero header means "never written"). */
-static inline void ringtrace__put_hdr(char *p, uint32_t id, uint64_t ts, int ext)
+RINGTRACE__INLINE void ringtrace__put_hdr(char *p, uint32_t id, uint64_t ts, int ext)
 {
 	if (!ext && id < RINGTRACE__EV_ID_EXT) {
 		uint32_t w = id | (uint32_t)(ts << 5);
@@ -267,7 +270,7 @@ static inline void ringtrace__put_hdr(char *p, uint32_t id, uint64_t ts, int ext
 	"jmp %l[" #label "]\n\t"                                                \
 	".popsection\n\t"
 
-static inline int32_t ringtrace__rseq_cpu(void)
+RINGTRACE__INLINE int32_t ringtrace__rseq_cpu(void)
 {
 	int32_t cpu;
 	__asm__ __volatile__("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
@@ -279,37 +282,40 @@ static inline int32_t ringtrace__rseq_cpu(void)
  * *ts - ref < limit, store newv into *state (the commit). Returns 0 on
  * commit, 1 when preempted, migrated, signalled or the state moved, 2 when
  * the timestamp needs an extended header. Every committed state change on a
- * CPU happens here, on that CPU, so stores to `state` by different threads
- * are serialised by the CPU itself and timestamps follow buffer order.
+ * CPU happens in here, on that CPU, with the clock read inside: stores to
+ * `state` by different threads are serialised by the CPU itself and
+ * timestamps follow buffer order. The clock is read first so that its
+ * latency overlaps the checks.
  */
-static inline int ringtrace__rseq_reserve(uint64_t *state, uint64_t expect, uint64_t newv,
-					  uint64_t ref, uint64_t limit, uint64_t *ts, int32_t cpu)
+RINGTRACE__INLINE int ringtrace__rseq_reserve(uint64_t *state, uint64_t expect, uint64_t newv,
+					  uint64_t ref, uint64_t limit, uint64_t *ret_ts, int32_t cpu)
 {
+	uint64_t ts;
 	__asm__ __volatile__ goto(
 		RINGTRACE__RSEQ_CS(1, 2, 4)
 		"leaq 3b(%%rip), %%rax\n\t"
 		"movq %%rax, %%fs:8(%[off])\n\t"
 		"1:\n\t"
+		"rdtsc\n\t"
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jnz %l[abort]\n\t"
 		"cmpq %[expect], %[v]\n\t"
 		"jnz %l[abort]\n\t"
-		"rdtsc\n\t"
 		"shlq $32, %%rdx\n\t"
 		"orq %%rdx, %%rax\n\t"
-		"movq %%rax, %[ts]\n\t"
-		"subq %[ref], %%rax\n\t"
-		"cmpq %[limit], %%rax\n\t"
+		"movq %%rax, %%rdx\n\t"
+		"subq %[ref], %%rdx\n\t"
+		"cmpq %[limit], %%rdx\n\t"
 		"jae %l[overflow]\n\t"
 		"movq %[newv], %[v]\n\t"
 		"2:\n\t"
 		RINGTRACE__RSEQ_ABORT(abort)
-		:
+		: "=&a"(ts)
 		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [v] "m"(*state),
-		  [expect] "r"(expect), [newv] "r"(newv), [ts] "m"(*ts),
-		  [ref] "r"(ref), [limit] "r"(limit)
-		: "memory", "cc", "rax", "rdx"
+		  [expect] "r"(expect), [newv] "r"(newv), [ref] "r"(ref), [limit] "r"(limit)
+		: "memory", "cc", "rdx"
 		: abort, overflow);
+	*ret_ts = ts;
 	return 0;
 abort:
 	return 1;
@@ -324,7 +330,7 @@ typedef long long ringtrace__v2di __attribute__((vector_size(16)));
  * 16-byte store (the commit). The store is release on x86 (TSO): the reader's
  * acquire load of local_bytes sees the record's contents.
  */
-static inline int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc, int32_t cpu)
+RINGTRACE__INLINE int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc, int32_t cpu)
 {
 	__asm__ __volatile__ goto(
 		RINGTRACE__RSEQ_CS(1, 2, 4)
@@ -354,84 +360,81 @@ abort:
  * Reserve room for one event with `payload` bytes of fields. Returns 1 with
  * c->payload pointing at the room, or 0 when the event is dropped (counted
  * by cause) or tracing is off. Never blocks, allocates or makes a system call
- * on this path; the slow path (first event of a thread, opening a
- * sub-buffer, no rseq) is out of line.
+ * on this path. Inline here is only the common case: rseq, a compact header,
+ * room in the open sub-buffer. Everything else (first event of a thread,
+ * opening a sub-buffer, extended headers, retries after preemption, no
+ * rseq) is the out-of-line slow path.
  */
-static inline int ringtrace__reserve(struct ringtrace__wctx *c,
+RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 				     const struct ringtrace_event_desc *d, uint32_t payload)
 {
 	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
 	if (RINGTRACE__UNLIKELY(!rb))
 		return 0;
+	uint32_t id = d->id;
 	c->rb = rb;
-	c->id = d->id;
+	c->id = id;
 #if RINGTRACE__RSEQ
 	uint32_t tid = ringtrace__tls.tid;
-	if (RINGTRACE__LIKELY(tid != 0 && rb->use_rseq)) {
-		int ext = 0;
-		for (;;) {
-			int32_t cpu = ringtrace__rseq_cpu();
-			if (RINGTRACE__UNLIKELY((uint32_t)cpu >= rb->ncpus))
-				break;
+	if (RINGTRACE__LIKELY(rb->use_rseq && tid != 0 && id < RINGTRACE__EV_ID_EXT)) {
+		int32_t cpu = ringtrace__rseq_cpu();
+		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
 			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
-			uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_RELAXED);
+			struct ringtrace__rb_cpu *ctl = pc->ctl;
+			uint64_t st = __atomic_load_n(&ctl->state, __ATOMIC_RELAXED);
 			uint64_t pos = st & RINGTRACE__POS_MASK;
-			int thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid;
-			/* The first record of the reservation carries the
-			 * extended header when the time delta needs it. */
-			uint32_t thr_len = thr ? ringtrace__hdr_len(RINGTRACE__ID_THREAD, ext) + 4 : 0;
-			uint32_t ev_hdr = ringtrace__hdr_len(c->id, ext && !thr);
-			uint32_t need = thr_len + ev_hdr + payload;
+			/* A thread record goes first when another thread wrote last. */
+			uint32_t thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid ? 8 : 0;
+			uint64_t need = thr + RINGTRACE__EV_COMPACT + payload;
 			uint64_t in = pos & rb->sb_mask;
-			/* Never fill a sub-buffer exactly (see rb_write.c). */
-			if (RINGTRACE__UNLIKELY(in == 0 || in + need >= rb->sb_mask + 1))
-				break;
-			uint64_t newv = ((pos + need) & RINGTRACE__POS_MASK) |
-					((uint64_t)tid << RINGTRACE__POS_BITS);
-			uint64_t ref = __atomic_load_n(&pc->ctl->last_ts, __ATOMIC_RELAXED);
-			uint64_t limit = ext ? ~UINT64_C(0) : (UINT64_C(1) << RINGTRACE__TS_BITS);
-			int r = ringtrace__rseq_reserve(&pc->ctl->state, st, newv, ref, limit,
-							&c->ts, cpu);
-			if (RINGTRACE__LIKELY(r == 0)) {
-				/* Conservative: never newer than the last record
-				 * of this CPU (pairs with the load of `ref`). */
-				__atomic_store_n(&pc->ctl->last_ts, c->ts, __ATOMIC_RELAXED);
-				char *p = pc->data + (pos & rb->buf_mask);
-				if (thr) {
-					memcpy(p + thr_len - 4, &tid, 4);
-					ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, c->ts, ext);
-					p += thr_len;
+			/* One compare for "a sub-buffer is open (in != 0) and the
+			 * record fits without filling it exactly" (see rb_write.c). */
+			if (RINGTRACE__LIKELY(in - 1 + need < rb->sb_mask)) {
+				uint64_t ts;
+				uint64_t ref = __atomic_load_n(&ctl->last_ts, __ATOMIC_RELAXED);
+				if (RINGTRACE__LIKELY(ringtrace__rseq_reserve(
+							      &ctl->state, st,
+							      (pos + need) | ((uint64_t)tid << RINGTRACE__POS_BITS),
+							      ref, UINT64_C(1) << RINGTRACE__TS_BITS, &ts,
+							      cpu) == 0)) {
+					/* Conservative: never newer than the last record of
+					 * this CPU (pairs with the load of `ref`). */
+					__atomic_store_n(&ctl->last_ts, ts, __ATOMIC_RELAXED);
+					char *p = pc->data + (pos & rb->buf_mask);
+					if (thr) {
+						memcpy(p + RINGTRACE__EV_COMPACT, &tid, 4);
+						ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, 0);
+						p += 8;
+					}
+					c->ts = ts;
+					c->rec = p;
+					c->payload = p + RINGTRACE__EV_COMPACT;
+					c->ext = 0;
+					c->cpu = (uint32_t)cpu;
+					c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
+					c->len = (uint32_t)need;
+					return 1;
 				}
-				c->rec = p;
-				c->payload = p + ev_hdr;
-				c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
-				c->cpu = (uint32_t)cpu;
-				c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
-				c->len = need;
-				return 1;
 			}
-			if (r == 2)
-				ext = 1;
 		}
 	}
 #endif
 	return ringtrace__reserve_slow(c, d, payload);
 }
 
-static inline void ringtrace__commit(struct ringtrace__wctx *c)
+RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 {
 	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)c->ext);
 #if RINGTRACE__RSEQ
 	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {
 		struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
 		ringtrace__v2di inc = { (long long)c->len, 1 };
-		while (ringtrace__rseq_cpu() == (int32_t)c->cpu) {
-			if (RINGTRACE__LIKELY(ringtrace__rseq_add16(&s->local_bytes, inc,
-								    (int32_t)c->cpu) == 0))
-				return;
-		}
+		if (RINGTRACE__LIKELY(ringtrace__rseq_add16(&s->local_bytes, inc, (int32_t)c->cpu) == 0))
+			return;
 	}
 #endif
+	/* Migrated or preempted since the reservation (or no rseq): the
+	 * atomic remote counters are right from any CPU. */
 	ringtrace__commit_slow(c, c->len, 1);
 }
 
