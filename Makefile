@@ -107,12 +107,18 @@ $(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(LDLIBS)
 
+# libFuzzer targets: clang only, each parser compiled in with the sanitizers.
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11
+build-fuzz/%: tests/fuzz/%.c $(TOOL_SRC) $(wildcard src/common/*.c src/ctf/*.h src/read/*.h src/common/*.h)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(wildcard src/common/*.c) -lpthread
+
 tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
 .PHONY: tests-build
 
 # --- set-up on a fresh Debian 12 machine ---------------------------------
-DEB_PKGS := gcc g++ clang make pkg-config libcmocka-dev babeltrace2 \
-            liblttng-ust-dev lttng-tools
+DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
+            babeltrace2
 deps:
 	@./scripts/deps.sh $(DEB_PKGS)
 
@@ -123,6 +129,7 @@ run: deps all
 	./scripts/run-example.sh $(O)
 
 bench: deps all
+	./scripts/deps.sh liblttng-ust-dev lttng-tools hyperfine
 	./bench/run.sh $(O)
 
 install: all
@@ -135,6 +142,6 @@ install: all
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringtrace.pc
 
 clean:
-	rm -rf build build-asan build-tsan build-clang
+	rm -rf build build-asan build-tsan build-clang build-fuzz
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

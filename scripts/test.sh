@@ -1,0 +1,145 @@
+#!/bin/bash
+# Build ringtrace every way CI needs and run every test.
+#
+#   1. gcc and clang builds with -Werror (library, command, examples, tests)
+#   2. the public header compiled as C99/C11/C++ (tests/compile)
+#   3. unit tests (cmocka), stress tests, end-to-end tests
+#   4. unit, stress and end-to-end tests again under ASan+UBSan
+#   5. the concurrent ring-buffer stress test under TSan
+#   6. the fuzz targets for a few seconds each
+#
+# Prints "ok - ..." / "not ok - ..." per check and ends with the line
+# "N passed, M failed". Exit status 0 only when nothing failed.
+set -u
+cd "$(dirname "$0")/.."
+JOBS=$(nproc 2>/dev/null || echo 2)
+LOGDIR=$(mktemp -d /tmp/ringtrace-test.XXXXXX)
+passed=0
+failed=0
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+notok() {
+	echo "not ok - $1"
+	failed=$((failed + 1))
+	if [ -n "${2:-}" ] && [ -f "$2" ]; then tail -n 25 "$2" | sed 's/^/    /'; fi
+}
+
+# check NAME CMD...: one check, output kept in a log shown on failure.
+check() {
+	local name=$1
+	shift
+	local log="$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
+	if "$@" >"$log" 2>&1; then ok "$name"; else notok "$name" "$log"; fi
+}
+
+# suite NAME CMD...: a runner that prints its own "N passed, M failed".
+suite() {
+	local name=$1
+	shift
+	local log="$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
+	"$@" >"$log" 2>&1
+	local rc=$?
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		notok "$name (no result line, exit $rc)" "$log"
+		return
+	fi
+	local p f
+	p=${line%% passed*}
+	f=${line#*, }
+	f=${f%% failed*}
+	passed=$((passed + p))
+	failed=$((failed + f))
+	grep -E '^not ok' "$log" | sed "s/^/[$name] /"
+	if [ "$f" != 0 ] || [ $rc != 0 ]; then
+		echo "not ok - $name: $line (exit $rc)"
+		[ "$f" = 0 ] && failed=$((failed + 1))
+		tail -n 25 "$log" | sed 's/^/    /'
+	else
+		echo "ok - $name: $line"
+	fi
+}
+
+# cmocka binaries: count their test cases.
+unit() {
+	local tag=$1 dir=$2
+	for t in "$dir"/tests/test_*; do
+		[ -x "$t" ] || continue
+		local name
+		name="$tag $(basename "$t")"
+		local log="$LOGDIR/$(echo "$name" | tr ' /' '__').log"
+		timeout 300 "$t" >"$log" 2>&1
+		local rc=$?
+		local p f
+		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		p=${p:-0}
+		f=${f:-0}
+		if [ $rc = 0 ] && [ "$p" -gt 0 ] && [ "$f" = 0 ]; then
+			passed=$((passed + p))
+			echo "ok - $name ($p tests)"
+		else
+			passed=$((passed + p))
+			failed=$((failed + (f > 0 ? f : 1)))
+			echo "not ok - $name (exit $rc, $p passed, $f failed)"
+			tail -n 25 "$log" | sed 's/^/    /'
+		fi
+	done
+}
+
+stress() {
+	local tag=$1 bin=$2 events=$3
+	for mode in discard overwrite; do
+		check "$tag stress $mode rseq-or-default" timeout 600 "$bin" --mode "$mode" --events "$events"
+		check "$tag stress $mode atomic+yield" timeout 600 "$bin" --mode "$mode" --events "$events" --no-rseq --yield
+		check "$tag stress $mode yield" timeout 600 "$bin" --mode "$mode" --events "$events" --yield
+	done
+}
+
+echo "# builds"
+check "gcc -Werror build" make -j"$JOBS" CC=gcc WERROR=1 O=build tests-build
+check "clang -Werror build" make -j"$JOBS" CC=clang WERROR=1 O=build-clang tests-build
+
+echo "# public header"
+if [ -x tests/compile/run.sh ]; then
+	suite "header compile tests" tests/compile/run.sh
+fi
+
+echo "# unit and stress tests"
+unit gcc build
+unit clang build-clang
+[ -x build/tests/stress_ringbuf ] && stress gcc build/tests/stress_ringbuf 200000
+
+echo "# end-to-end"
+if [ -x tests/e2e/run.sh ]; then
+	suite "end-to-end (gcc build)" tests/e2e/run.sh build
+fi
+
+echo "# ASan + UBSan"
+if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
+	unit asan build-asan
+	[ -x build-asan/tests/stress_ringbuf ] && stress asan build-asan/tests/stress_ringbuf 50000
+	if [ -x tests/e2e/run.sh ]; then
+		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
+	fi
+fi
+
+echo "# TSan"
+if check "tsan build" make -j"$JOBS" CC=clang SAN=thread WERROR=1 build-tsan/tests/stress_ringbuf; then
+	stress tsan build-tsan/tests/stress_ringbuf 30000
+fi
+
+echo "# fuzz smoke"
+for f in tests/fuzz/fuzz_*.c; do
+	[ -f "$f" ] || continue
+	name=$(basename "$f" .c)
+	if check "fuzz build $name" make CC=clang "build-fuzz/$name"; then
+		check "fuzz run $name (20 s)" timeout 120 "build-fuzz/$name" -max_total_time=20 -rss_limit_mb=2048 \
+			$( [ -d "tests/fuzz/corpus/$name" ] && echo "tests/fuzz/corpus/$name" )
+	fi
+done
+
+rm -rf "$LOGDIR"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
