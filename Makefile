@@ -9,8 +9,13 @@
 # Variables: CC (gcc or clang), SAN=address|thread (sanitizer build into
 # build-$(SAN)/), WERROR=1 (warnings are errors; CI sets it), O=DIR (build dir).
 
-CC      ?= gcc
-CXX     ?= g++
+# make predefines CC=cc; the project's default is gcc.
+ifeq ($(origin CC),default)
+  CC := gcc
+endif
+ifeq ($(origin CXX),default)
+  CXX := g++
+endif
 PREFIX  ?= /usr/local
 VERSION := 0.1.0
 

@@ -376,7 +376,10 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	c->id = id;
 #if RINGTRACE__RSEQ
 	uint32_t tid = ringtrace__tls.tid;
-	if (RINGTRACE__LIKELY(rb->use_rseq && tid != 0 && id < RINGTRACE__EV_ID_EXT)) {
+	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
+	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
+	 * which drops it. */
+	if (RINGTRACE__LIKELY(rb->use_rseq && tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
 		int32_t cpu = ringtrace__rseq_cpu();
 		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
 			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];

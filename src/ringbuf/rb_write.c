@@ -266,6 +266,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	int ext = 0;
 
 	(void)d;
+	if (RINGTRACE__UNLIKELY(c->id == 0 || c->id == RINGTRACE__ID_THREAD))
+		return 0; /* not registered (yet): nothing could decode it */
 	if (RINGTRACE__UNLIKELY(tid == 0)) {
 		/* Once per thread; pids are below 2^22 (PID_MAX_LIMIT). */
 		tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
