@@ -204,7 +204,8 @@ void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
 
 int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload);
-void ringtrace__commit_slow(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events);
+void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
+			    uint32_t bytes, uint32_t events);
 
 /* ---- clock ------------------------------------------------------------- */
 
@@ -422,7 +423,13 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 		}
 	}
 #endif
-	return ringtrace__reserve_slow(c, d, payload);
+	/* Through a copy, so that *c never escapes and stays in registers. */
+	struct ringtrace__wctx slow;
+	slow.rb = rb;
+	slow.id = id;
+	int r = ringtrace__reserve_slow(&slow, d, payload);
+	*c = slow;
+	return r;
 }
 
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
@@ -438,7 +445,7 @@ RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 #endif
 	/* Migrated or preempted since the reservation (or no rseq): the
 	 * atomic remote counters are right from any CPU. */
-	ringtrace__commit_slow(c, c->len, 1);
+	ringtrace__commit_slow(c->rb, c->cpu, c->slot, c->len, 1);
 }
 
 #ifdef __cplusplus

@@ -111,9 +111,10 @@ static int lap_complete(const struct ringtrace__rb *rb, const struct ringtrace__
 }
 
 /* Commit from a thread that is not (or may not be) on the owning CPU. */
-void ringtrace__commit_slow(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events)
+void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot, uint32_t bytes,
+			    uint32_t events)
 {
-	struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
+	struct ringtrace__rb_slot *s = &rb->cpu[cpu].slots[slot];
 	/* events before bytes: a reader that sees the bytes complete (acquire)
 	 * sees the count too. */
 	if (events)
@@ -132,7 +133,7 @@ static void commit_any(struct ringtrace__wctx *c, uint32_t bytes, uint32_t event
 				return;
 	}
 #endif
-	ringtrace__commit_slow(c, bytes, events);
+	ringtrace__commit_slow(c->rb, c->cpu, c->slot, bytes, events);
 }
 
 /*

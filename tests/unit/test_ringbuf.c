@@ -309,7 +309,7 @@ static void test_remote_commit(void **state)
 		assert_int_equal(ringtrace__reserve(&c, &ev_small, 8), 1);
 		memcpy(c.payload, &i, 8);
 		ringtrace__put_hdr(c.rec, c.id, c.ts, (int)c.ext);
-		ringtrace__commit_slow(&c, c.len, 1);
+		ringtrace__commit_slow(c.rb, c.cpu, c.slot, c.len, 1);
 	}
 	assert_true(f->rb->cpu[0].slots[0].remote_events > 0);
 	uint64_t next = 0, n = 0;
