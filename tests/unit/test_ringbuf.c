@@ -86,7 +86,7 @@ static int teardown(void **state)
 
 static int fire(struct ringtrace_event_desc *d, uint64_t n)
 {
-	struct ringtrace__wctx c;
+	struct ringtrace__wctx c = { 0 };
 	if (!ringtrace__reserve(&c, d, 8))
 		return 0;
 	memcpy(c.payload, &n, 8);
@@ -258,7 +258,7 @@ static void test_overwrite_counts(void **state)
 static void test_too_big(void **state)
 {
 	struct fixture *f = *state;
-	struct ringtrace__wctx c;
+	struct ringtrace__wctx c = { 0 };
 	assert_int_equal(ringtrace__reserve(&c, &ev_small, SB), 0);
 	assert_int_equal(f->rb->cpu[0].ctl->lost_too_big, 1);
 	assert_int_equal(ringtrace__reserve(&c, &ev_small, SB - 200), 1);
@@ -305,7 +305,7 @@ static void test_remote_commit(void **state)
 	/* The atomic path (a migrated thread) completes sub-buffers too. */
 	uint64_t i;
 	for (i = 0; i < 700; i++) {
-		struct ringtrace__wctx c;
+		struct ringtrace__wctx c = { 0 };
 		assert_int_equal(ringtrace__reserve(&c, &ev_small, 8), 1);
 		memcpy(c.payload, &i, 8);
 		ringtrace__put_hdr(c.rec, c.id, c.ts, (int)c.ext);
