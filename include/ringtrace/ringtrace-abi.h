@@ -84,6 +84,8 @@ struct ringtrace_event_desc {
 #define RINGTRACE__EV_EXTENDED  13      /* extended event header */
 #define RINGTRACE__EV_ID_EXT    31
 #define RINGTRACE__ID_THREAD    1       /* ringtrace:thread { u32 tid; } */
+#define RINGTRACE__ID_THREAD_NAME 2     /* ringtrace:thread_name { u32 tid; string comm; } */
+#define RINGTRACE__ID_FIRST_USER 3
 #define RINGTRACE__TS_BITS      27
 
 enum { RINGTRACE__MODE_DISCARD = 0, RINGTRACE__MODE_OVERWRITE = 1 };

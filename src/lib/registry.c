@@ -52,7 +52,7 @@ struct reg_section {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reg_event *buckets[NBUCKET];
 static struct reg_section *sections;
-static uint32_t next_id = RINGTRACE__ID_THREAD + 1;
+static uint32_t next_id = RINGTRACE__ID_FIRST_USER;
 static struct ringtrace__rb *attached;
 
 /* Messages produced before the recorder is attached. */
@@ -314,8 +314,10 @@ void reg_attach(struct ringtrace__rb *rb)
 	attached = rb;
 	const char *thr[4] = { "ringtrace", "thread", "u32 tid", "ringtrace" };
 	log_append(1, RINGTRACE__ID_THREAD, thr, 4);
+	const char *name[4] = { "ringtrace", "thread_name", "u32 tid;string comm", "ringtrace" };
+	log_append(1, RINGTRACE__ID_THREAD_NAME, name, 4);
 	/* In id order, so the metadata lists events as they were assigned. */
-	for (uint32_t id = RINGTRACE__ID_THREAD + 1; id < next_id; id++)
+	for (uint32_t id = RINGTRACE__ID_FIRST_USER; id < next_id; id++)
 		for (unsigned b = 0; b < NBUCKET; b++)
 			for (struct reg_event *e = buckets[b]; e; e = e->next)
 				if (e->id == id) {

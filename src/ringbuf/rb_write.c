@@ -8,8 +8,8 @@
  * or threads without rseq, and commits from a thread that migrated.
  *
  * Like the fast path this code never blocks, allocates or prints; the only
- * system calls are gettid once per thread and a futex wake when the reader
- * sleeps and a sub-buffer was closed. A failure drops the event and counts
+ * system calls are gettid and prctl(PR_GET_NAME) once per thread and a
+ * futex wake when the reader sleeps and a sub-buffer was closed. A failure drops the event and counts
  * it by cause. Called from any thread, including signal handlers.
  */
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,21 +260,52 @@ static void write_thread_rec(char *p, uint32_t tid, uint64_t ts, int ext)
 	ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, ext);
 }
 
+/*
+ * A thread's first event is preceded by its name, read once with prctl, so
+ * that a reader can name threads that were gone before the recorder looked
+ * at /proc. (A later rename is seen only by the recorder's /proc scans.)
+ */
+static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal);
+
+static void emit_thread_name(struct ringtrace__rb *rb, uint32_t tid)
+{
+	char comm[17] = { 0 };
+	if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0)
+		return;
+	size_t n = strnlen(comm, 16);
+	struct ringtrace__wctx c;
+	c.rb = rb;
+	c.id = RINGTRACE__ID_THREAD_NAME;
+	if (!reserve(&c, (uint32_t)(4 + n + 1), 1))
+		return;
+	memcpy(c.payload, &tid, 4);
+	memcpy(c.payload + 4, comm, n + 1);
+	ringtrace__put_hdr(c.rec, c.id, c.ts, (int)c.ext);
+	/* Not a user event: neither counted as one nor, if dropped, lost. */
+	commit_any(&c, c.len, 0);
+}
+
 int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload)
+{
+	(void)d;
+	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
+		return 0; /* not registered (yet): nothing could decode it */
+	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0)) {
+		/* Once per thread; pids are below 2^22 (PID_MAX_LIMIT). */
+		uint32_t tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
+		ringtrace__tls.tid = tid;
+		emit_thread_name(c->rb, tid);
+	}
+	return reserve(c, payload, 0);
+}
+
+/* The slow path proper; `internal` records are not counted when dropped. */
+static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
 {
 	struct ringtrace__rb *rb = c->rb;
 	uint32_t tid = ringtrace__tls.tid;
 	int ext = 0;
-
-	(void)d;
-	if (RINGTRACE__UNLIKELY(c->id == 0 || c->id == RINGTRACE__ID_THREAD))
-		return 0; /* not registered (yet): nothing could decode it */
-	if (RINGTRACE__UNLIKELY(tid == 0)) {
-		/* Once per thread; pids are below 2^22 (PID_MAX_LIMIT). */
-		tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
-		ringtrace__tls.tid = tid;
-	}
 
 	for (;;) {
 		int32_t cpu = current_cpu(rb);
@@ -281,7 +313,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 			/* A thread without rseq in an rseq session must not
 			 * touch a state word: count it on some CPU. */
 			int32_t any = sched_getcpu();
-			count_lost(&rb->cpu[(uint32_t)(any < 0 ? 0 : any) % rb->ncpus].ctl->lost_nocpu, 1);
+			if (!internal)
+				count_lost(&rb->cpu[(uint32_t)(any < 0 ? 0 : any) % rb->ncpus].ctl->lost_nocpu, 1);
 			return 0;
 		}
 		struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
@@ -328,7 +361,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		ev_hdr = ringtrace__hdr_len(c->id, 0);
 		need = RINGTRACE__PKT_HDR + THR_REC_LEN + ev_hdr + (uint64_t)payload;
 		if (need >= sb) {
-			count_lost(&pc->ctl->lost_too_big, 1);
+			if (!internal)
+				count_lost(&pc->ctl->lost_too_big, 1);
 			return 0;
 		}
 		uint64_t next = in ? ((pos - in + sb) & RINGTRACE__POS_MASK) : pos;
@@ -336,7 +370,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		if (r == -EAGAIN)
 			continue;
 		if (r < 0) {
-			count_lost(&pc->ctl->lost_full, 1);
+			if (!internal)
+				count_lost(&pc->ctl->lost_full, 1);
 			return 0;
 		}
 		uint64_t newv = ((next + need) & RINGTRACE__POS_MASK) | ((uint64_t)tid << RINGTRACE__POS_BITS);

@@ -35,7 +35,7 @@
 
 #include "ringbuf/rb.h"
 
-#define EV_ID 2
+#define EV_ID 3
 #define MAX_THREADS 16
 
 static struct ringtrace_event_desc ev = { 1, EV_ID, RINGTRACE_ABI_VERSION, 0, "stress", "ev",
@@ -114,7 +114,13 @@ static int writer_of(uint32_t tid)
 static int payload_size(void *arg, uint32_t id, const char *p, size_t avail, size_t *ret)
 {
 	(void)arg;
-	(void)p;
+	if (id == RINGTRACE__ID_THREAD_NAME && avail > 4) {
+		const char *nul = memchr(p + 4, 0, avail - 4);
+		if (!nul)
+			return -EBADMSG;
+		*ret = (size_t)(nul - p) + 1;
+		return 0;
+	}
 	if (id != EV_ID || avail < 16)
 		return -EBADMSG;
 	*ret = 16;
@@ -154,6 +160,20 @@ static void check_packet(const struct rb_packet *pkt)
 		if (id == RINGTRACE__ID_THREAD) {
 			memcpy(&cur_tid, p + off + hl, 4);
 			off += hl + 4;
+			continue;
+		}
+		if (id == RINGTRACE__ID_THREAD_NAME) {
+			/* Each writer names itself once, before its first event. */
+			uint32_t named;
+			memcpy(&named, p + off + hl, 4);
+			if (named != cur_tid)
+				FAIL("cpu %u: thread name of %u in a stream of %u\n", pkt->cpu, named, cur_tid);
+			size_t sz;
+			if (payload_size(NULL, id, p + off + hl, pkt->len - off - hl, &sz) < 0) {
+				FAIL("cpu %u: bad thread name record\n", pkt->cpu);
+				return;
+			}
+			off += hl + sz;
 			continue;
 		}
 		if (id != EV_ID || off + hl + 16 > pkt->len) {

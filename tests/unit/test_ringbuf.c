@@ -28,7 +28,7 @@ struct fixture {
 	struct rb_reader *rd;
 };
 
-static struct ringtrace_event_desc ev_small = { 1, 2, RINGTRACE_ABI_VERSION, 0, "t", "small", "u64 n",
+static struct ringtrace_event_desc ev_small = { 1, 3, RINGTRACE_ABI_VERSION, 0, "t", "small", "u64 n",
 						__FILE__, { 0, 0 } };
 static struct ringtrace_event_desc ev_bigid = { 1, 40, RINGTRACE_ABI_VERSION, 0, "t", "bigid", "u64 n",
 						__FILE__, { 0, 0 } };
@@ -108,6 +108,9 @@ static uint32_t g32(const char *p)
 	return v;
 }
 
+/* Bytes of ringtrace:thread_name records seen by walk(). */
+static size_t name_bytes;
+
 /* Decode a packet's records: returns the number of user events and checks
  * their payloads count up from *next. */
 static uint64_t walk(const struct rb_packet *pkt, uint64_t *next, int *saw_ext)
@@ -128,7 +131,15 @@ static uint64_t walk(const struct rb_packet *pkt, uint64_t *next, int *saw_ext)
 			off += hl + 4;
 			continue;
 		}
-		assert_true(id == 2 || id == 40);
+		if (id == RINGTRACE__ID_THREAD_NAME) {
+			/* once per thread, before its first event */
+			assert_int_equal(g32(pkt->data + off + hl), ringtrace__tls.tid);
+			size_t sz = hl + 4 + strlen(pkt->data + off + hl + 4) + 1;
+			name_bytes += sz;
+			off += sz;
+			continue;
+		}
+		assert_true(id == 3 || id == 40);
 		assert_int_equal(g64(pkt->data + off + hl), *next);
 		(*next)++;
 		n++;
@@ -164,10 +175,13 @@ static void test_packet_layout(void **state)
 	assert_int_equal(g32(p + 84) & 31, RINGTRACE__ID_THREAD);
 	assert_int_equal(g32(p + 88), ringtrace__tls.tid);
 	uint64_t next = 0;
+	name_bytes = 0;
 	assert_int_equal(walk(&pkt, &next, NULL), pkt.events);
 	assert_true(pkt.events > 0 && pkt.events < 500);
-	/* 12-byte records: header 4 + payload 8, none extended. */
-	assert_int_equal(pkt.len, RINGTRACE__PKT_HDR + 8 + pkt.events * 12);
+	/* 12-byte records: header 4 + payload 8, none extended; the thread
+	 * announces its name before its first event. */
+	assert_true(name_bytes > 8);
+	assert_int_equal(pkt.len, RINGTRACE__PKT_HDR + 8 + name_bytes + pkt.events * 12);
 	rb_reader_put(f->rd, 0);
 	/* The rest is salvaged; everything was read exactly once. */
 	while (rb_reader_salvage(f->rd, 0, NULL, NULL, ringtrace__now(f->rb), &pkt) > 0)
@@ -269,8 +283,11 @@ static void test_too_big(void **state)
 static int size8(void *arg, uint32_t id, const char *p, size_t avail, size_t *ret)
 {
 	(void)arg;
-	(void)p;
-	if ((id != 2 && id != 40) || avail < 8)
+	if (id == RINGTRACE__ID_THREAD_NAME && avail > 4 && memchr(p + 4, 0, avail - 4)) {
+		*ret = 4 + strlen(p + 4) + 1;
+		return 0;
+	}
+	if ((id != 3 && id != 40) || avail < 8)
 		return -EBADMSG;
 	*ret = 8;
 	return 0;

@@ -1,0 +1,157 @@
+/*
+ * cmd_dump.c - `ringtrace dump [--all] DIR`: print a trace, one line per
+ * event, sorted by time across CPUs, in the layout of ftrace:
+ *
+ *   comm-tid [cpu] seconds.nanoseconds: provider:event: field=value ...
+ *
+ * Times are nanoseconds since the epoch computed exactly as babeltrace2
+ * 2.0.4 computes them (src/read/reader.c), so that `babeltrace2
+ * --clock-seconds` prints the same numbers. ringtrace:thread records (which
+ * only tell whose events follow) are shown with --all. Lost events and lost
+ * packets get a `ringtrace: ...` line at the place in time where the loss
+ * is known.
+ *
+ * A damaged trace: everything readable is printed, then one line
+ * `ringtrace dump: DIR: <what is wrong>` on stderr and exit status 1.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ctf/buf.h"
+#include "read/format.h"
+#include "read/reader.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ringtrace dump [--all] DIR\n"
+		   "  --all   also print the ringtrace:thread and ringtrace:thread_name records\n");
+}
+
+static void put_time(struct ctf_buf *b, int ok, int64_t ns)
+{
+	if (ok)
+		rd_format_time(b, ns);
+	else
+		ctf_buf_puts(b, "?");
+}
+
+/* Right-aligned in 16 columns, control bytes shown as '?'. */
+static void put_comm(struct ctf_buf *b, const char *comm)
+{
+	char safe[64];
+	size_t n = 0;
+	for (; comm && *comm && n < sizeof(safe) - 1; comm++)
+		safe[n++] = (unsigned char)*comm < 0x20 || *comm == 0x7f ? '?' : *comm;
+	if (!n) {
+		memcpy(safe, "<...>", 5);
+		n = 5;
+	}
+	for (size_t k = n; k < 16; k++)
+		ctf_buf_putc(b, ' ');
+	ctf_buf_add(b, safe, n);
+}
+
+static void format_item(struct ctf_buf *b, const struct rd_item *it)
+{
+	if (it->kind == RD_ITEM_EVENT) {
+		/* "%16s-%-7u [%03u] " without printf, which would dominate. */
+		put_comm(b, it->comm);
+		ctf_buf_putc(b, '-');
+		size_t start = b->len;
+		if (it->tid)
+			rd_format_uint(b, it->tid, 1);
+		else
+			ctf_buf_putc(b, '?');
+		for (size_t k = b->len - start; k < 7; k++)
+			ctf_buf_putc(b, ' ');
+		ctf_buf_puts(b, " [");
+		rd_format_uint(b, it->cpu, 3);
+		ctf_buf_puts(b, "] ");
+		put_time(b, it->ns_ok, it->ns);
+		ctf_buf_puts(b, ": ");
+		ctf_buf_puts(b, it->ec->name);
+		ctf_buf_putc(b, ':');
+		rd_format_fields(b, it->fields);
+		return;
+	}
+	ctf_buf_printf(b, "ringtrace: %llu %s lost on cpu %u ", (unsigned long long)it->count,
+		       it->kind == RD_ITEM_LOST_EVENTS ? (it->count == 1 ? "event" : "events")
+						      : (it->count == 1 ? "packet" : "packets"),
+		       it->cpu);
+	if (it->has_begin) {
+		ctf_buf_puts(b, "between ");
+		put_time(b, it->ns_ok, it->ns);
+		ctf_buf_puts(b, " and ");
+	} else {
+		ctf_buf_puts(b, "before ");
+	}
+	put_time(b, it->end_ok, it->end_ns);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int all = 0, opts = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (opts && !strcmp(a, "--")) {
+			opts = 0;
+		} else if (opts && (!strcmp(a, "--all") || !strcmp(a, "-a"))) {
+			all = 1;
+		} else if (opts && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			usage(stdout);
+			return 0;
+		} else if (opts && a[0] == '-' && a[1]) {
+			fprintf(stderr, "ringtrace dump: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		} else if (!dir) {
+			dir = a;
+		} else {
+			fprintf(stderr, "ringtrace dump: one trace directory only\n");
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!dir) {
+		usage(stderr);
+		return 2;
+	}
+
+	struct rd_trace *t;
+	char err[1024];
+	if (rd_trace_open(dir, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ringtrace dump: %s: %s\n", dir, err);
+		return 1;
+	}
+	struct ctf_buf line;
+	struct rd_item it;
+	int r, status = 0;
+	ctf_buf_init(&line);
+	while ((r = rd_trace_next(t, &it)) > 0) {
+		if (it.kind == RD_ITEM_EVENT && !all && (!strcmp(it.ec->name, "ringtrace:thread") ||
+							 !strcmp(it.ec->name, "ringtrace:thread_name")))
+			continue;
+		ctf_buf_reset(&line);
+		format_item(&line, &it);
+		ctf_buf_putc(&line, '\n');
+		if (line.err) {
+			fprintf(stderr, "ringtrace dump: %s: out of memory\n", dir);
+			status = 1;
+			break;
+		}
+		if (fwrite(line.data, 1, line.len, stdout) != line.len)
+			break;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "ringtrace dump: %s: cannot write the output\n", dir);
+		status = 1;
+	} else if (r < 0 && !status) {
+		fprintf(stderr, "ringtrace dump: %s: %s\n", dir, rd_trace_errmsg(t));
+		status = 1;
+	}
+	ctf_buf_free(&line);
+	rd_trace_close(t);
+	return status;
+}

@@ -1,0 +1,278 @@
+/*
+ * format.c - value formatting (format.h). Called once per printed event;
+ * plain snprintf-based code, the output stream is the bottleneck.
+ */
+#include "read/format.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Integers are formatted by hand: printf was half of the time of `ringtrace
+ * dump` on a trace of small events.
+ */
+static void put_udec(struct ctf_buf *b, uint64_t v, unsigned min_digits)
+{
+	char d[24];
+	unsigned n = 0;
+	do {
+		d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || n < min_digits);
+	ctf_buf_add(b, d + sizeof(d) - n, n);
+}
+
+static void put_sdec(struct ctf_buf *b, int64_t v)
+{
+	if (v < 0) {
+		ctf_buf_putc(b, '-');
+		put_udec(b, (uint64_t)0 - (uint64_t)v, 1);
+	} else {
+		put_udec(b, (uint64_t)v, 1);
+	}
+}
+
+static void put_hex(struct ctf_buf *b, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char d[18];
+	unsigned n = 0;
+	do {
+		d[sizeof(d) - 1 - n++] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	d[sizeof(d) - 1 - n++] = 'x';
+	d[sizeof(d) - 1 - n++] = '0';
+	ctf_buf_add(b, d + sizeof(d) - n, n);
+}
+
+void rd_format_uint(struct ctf_buf *b, uint64_t v, unsigned min_digits)
+{
+	put_udec(b, v, min_digits);
+}
+
+void rd_format_time(struct ctf_buf *b, int64_t ns)
+{
+	/* |ns| as unsigned: also right for INT64_MIN. */
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	if (ns < 0)
+		ctf_buf_putc(b, '-');
+	put_udec(b, a / 1000000000u, 1);
+	ctf_buf_putc(b, '.');
+	put_udec(b, a % 1000000000u, 9);
+}
+
+void rd_format_double(struct ctf_buf *b, double v, int single)
+{
+	char tmp[64];
+	if (isnan(v) || isinf(v)) {
+		ctf_buf_printf(b, "%g", v);
+		return;
+	}
+	/* Whether p digits read back is monotonic in p: binary search. */
+	int lo = 1, hi = single ? 9 : 17;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		snprintf(tmp, sizeof(tmp), "%.*g", mid, v);
+		if (single ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	snprintf(tmp, sizeof(tmp), "%.*g", lo, v);
+	ctf_buf_puts(b, tmp);
+	/* Keep a float recognisable: 2.0, not 2. */
+	if (!strpbrk(tmp, ".e"))
+		ctf_buf_puts(b, ".0");
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return len;
+}
+
+void rd_format_string(struct ctf_buf *b, const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	ctf_buf_putc(b, '"');
+	for (size_t i = 0; i < len;) {
+		unsigned char c = s[i];
+		switch (c) {
+		case '"':  ctf_buf_puts(b, "\\\""); i++; continue;
+		case '\\': ctf_buf_puts(b, "\\\\"); i++; continue;
+		case '\n': ctf_buf_puts(b, "\\n"); i++; continue;
+		case '\t': ctf_buf_puts(b, "\\t"); i++; continue;
+		case '\r': ctf_buf_puts(b, "\\r"); i++; continue;
+		case '\a': ctf_buf_puts(b, "\\a"); i++; continue;
+		case '\b': ctf_buf_puts(b, "\\b"); i++; continue;
+		case '\f': ctf_buf_puts(b, "\\f"); i++; continue;
+		case '\v': ctf_buf_puts(b, "\\v"); i++; continue;
+		default:
+			break;
+		}
+		if (c >= 0x20 && c < 0x7f) {
+			size_t j = i + 1;
+			while (j < len && s[j] >= 0x20 && s[j] < 0x7f && s[j] != '"' && s[j] != '\\')
+				j++;
+			ctf_buf_add(b, s + i, j - i);
+			i = j;
+			continue;
+		}
+		size_t n = c >= 0x80 ? utf8_len(s + i, len - i) : 0;
+		if (n) {
+			ctf_buf_add(b, s + i, n);
+			i += n;
+		} else {
+			ctf_buf_printf(b, "\\x%02x", c);
+			i++;
+		}
+	}
+	ctf_buf_putc(b, '"');
+}
+
+const char *rd_display_name(const char *name)
+{
+	if (!name)
+		return "";
+	return name[0] == '_' && name[1] ? name + 1 : name;
+}
+
+static void format_int(struct ctf_buf *b, const struct rd_type *t, uint64_t v)
+{
+	uint64_t mask = t->size >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << t->size) - 1;
+	switch (t->base) {
+	case 16:
+		put_hex(b, v & mask);
+		return;
+	case 8:
+		ctf_buf_printf(b, "0%llo", (unsigned long long)(v & mask));
+		return;
+	case 2:
+		ctf_buf_puts(b, "0b");
+		for (unsigned i = t->size; i-- > 0;)
+			ctf_buf_putc(b, (v >> i) & 1 ? '1' : '0');
+		return;
+	default:
+		if (t->is_signed)
+			put_sdec(b, (int64_t)v);
+		else
+			put_udec(b, v, 1);
+	}
+}
+
+/* Is member i of struct type t the length of a sequence of the same struct? */
+static int is_length_member(const struct rd_type *t, uint32_t i)
+{
+	const char *name = t->members[i].name;
+	for (uint32_t k = i + 1; k < t->n_members; k++) {
+		const struct rd_type *mt = t->members[k].type;
+		if (mt->kind == RD_SEQ && mt->ref && !strcmp(mt->ref, name))
+			return 1;
+	}
+	return 0;
+}
+
+static void format_value(struct ctf_buf *b, const struct rd_value *v, unsigned depth)
+{
+	const struct rd_type *t = v->type;
+	if (!t || depth > RD_TYPE_DEPTH + 1) {
+		ctf_buf_puts(b, "?");
+		return;
+	}
+	switch (t->kind) {
+	case RD_INT:
+		format_int(b, t, v->u);
+		return;
+	case RD_ENUM: {
+		const char *label = rd_enum_label(t, v->u);
+		if (label)
+			ctf_buf_puts(b, label);
+		else
+			format_int(b, t, v->u);
+		return;
+	}
+	case RD_FLOAT:
+		rd_format_double(b, v->f, t->size == 32);
+		return;
+	case RD_STRING:
+		rd_format_string(b, v->str.s, v->str.len);
+		return;
+	case RD_STRUCT: {
+		int first = 1;
+		ctf_buf_putc(b, '{');
+		for (uint32_t i = 0; i < v->sub.n; i++) {
+			if (is_length_member(t, i))
+				continue;
+			if (!first)
+				ctf_buf_puts(b, ", ");
+			first = 0;
+			ctf_buf_puts(b, rd_display_name(v->sub.v[i].name));
+			ctf_buf_putc(b, '=');
+			format_value(b, &v->sub.v[i], depth + 1);
+		}
+		ctf_buf_putc(b, '}');
+		return;
+	}
+	case RD_VARIANT:
+		if (v->sub.n == 1)
+			format_value(b, &v->sub.v[0], depth + 1);
+		return;
+	case RD_ARRAY:
+	case RD_SEQ:
+		ctf_buf_putc(b, '[');
+		for (uint32_t i = 0; i < v->sub.n; i++) {
+			if (i)
+				ctf_buf_puts(b, ", ");
+			format_value(b, &v->sub.v[i], depth + 1);
+		}
+		ctf_buf_putc(b, ']');
+		return;
+	}
+}
+
+void rd_format_value(struct ctf_buf *b, const struct rd_value *v)
+{
+	format_value(b, v, 0);
+}
+
+void rd_format_fields(struct ctf_buf *b, const struct rd_value *f)
+{
+	if (!f || !f->type || f->type->kind != RD_STRUCT)
+		return;
+	for (uint32_t i = 0; i < f->sub.n; i++) {
+		if (is_length_member(f->type, i))
+			continue;
+		ctf_buf_putc(b, ' ');
+		ctf_buf_puts(b, rd_display_name(f->sub.v[i].name));
+		ctf_buf_putc(b, '=');
+		format_value(b, &f->sub.v[i], 1);
+	}
+}

@@ -1,0 +1,103 @@
+/*
+ * reader.h - read a CTF 1.8 trace directory (as ringtrace writes it, or any
+ * trace the TSDL parser accepts) as one time-ordered sequence of items.
+ *
+ * Input is untrusted: every failure is an error code plus a message, never a
+ * crash, an endless loop or unbounded memory. The reader does not print.
+ *
+ * Items come out sorted by time across all stream files (a k-way merge;
+ * items of one file keep their file order). An error in one stream file
+ * stops that file only: the items of the other files are still delivered,
+ * and rd_trace_next() reports the error after the last readable item.
+ */
+#ifndef RINGTRACE_READ_READER_H
+#define RINGTRACE_READ_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "read/decode.h"
+#include "read/tsdl.h"
+
+enum rd_item_kind {
+	RD_ITEM_EVENT = 1,
+	RD_ITEM_LOST_EVENTS,         /* events_discarded grew */
+	RD_ITEM_LOST_PACKETS,        /* packet_seq_num skipped */
+};
+
+struct rd_item {
+	int kind;                    /* enum rd_item_kind */
+	int64_t ns;                  /* ns from the epoch: the event, or the start of a loss */
+	int ns_ok;                   /* 0 if the clock value does not convert */
+	uint64_t cycles;             /* raw clock value of `ns` */
+	uint32_t cpu;                /* cpu_id (or stream_instance_id, or file index) */
+	unsigned stream;             /* index of the stream file */
+	const char *stream_name;     /* its file name */
+
+	/* RD_ITEM_EVENT */
+	const struct rd_event_class *ec;
+	const struct rd_value *fields;   /* payload struct, or NULL; valid until the next call */
+	uint32_t tid;                /* thread of the event, 0 if unknown */
+	const char *comm;            /* its name from the env, or NULL */
+
+	/* RD_ITEM_LOST_* */
+	uint64_t count;
+	int has_begin;               /* 0: lost before `end_ns` (start of the stream) */
+	int64_t end_ns;
+	int end_ok;
+};
+
+struct rd_mem_stream {
+	const char *name;
+	const void *data;
+	size_t size;
+};
+
+struct rd_trace;
+
+/*
+ * Open the trace in `dir`: parse `metadata`, open every other regular file
+ * whose name does not start with '.' as a stream. Returns 0, or a negative
+ * errno with a message in `err` (no such directory, no metadata, metadata
+ * error with its line, too many files...).
+ */
+int rd_trace_open(const char *dir, struct rd_trace **ret, char *err, size_t errlen);
+
+/* The same from memory (tests, fuzzing). The buffers must outlive the trace. */
+int rd_trace_open_mem(const char *metadata, size_t len, const struct rd_mem_stream *streams,
+		      size_t n, struct rd_trace **ret, char *err, size_t errlen);
+
+/* The same with a model parsed beforehand, which the trace borrows (fuzzing). */
+int rd_trace_open_model(const struct rd_meta *m, const struct rd_mem_stream *streams, size_t n,
+			struct rd_trace **ret, char *err, size_t errlen);
+
+/*
+ * The next item: 1, or 0 at the end, or a negative errno once every
+ * readable item has been delivered and some stream file was bad
+ * (rd_trace_errmsg says which and why).
+ */
+int rd_trace_next(struct rd_trace *t, struct rd_item *ret);
+const char *rd_trace_errmsg(const struct rd_trace *t);
+const struct rd_meta *rd_trace_meta(const struct rd_trace *t);
+void rd_trace_close(struct rd_trace *t);
+
+/*
+ * Nanoseconds from the clock's origin (the epoch for ringtrace) of a clock
+ * value, computed exactly as babeltrace2 2.0.4 does; 0 or -ERANGE.
+ */
+int rd_clock_ns(const struct rd_clock *c, uint64_t value, int64_t *ret_ns);
+
+/* Thread name of `tid` from the env key thread_names, or NULL. */
+const char *rd_trace_comm(const struct rd_trace *t, uint32_t tid);
+
+/*
+ * Parse "tid=comm,tid=comm" with %XX-encoded comms into a sorted table;
+ * malformed entries are skipped. Exposed for tests.
+ */
+struct rd_thread_name {
+	uint32_t tid;
+	char comm[64];
+};
+int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *ret_n);
+
+#endif /* RINGTRACE_READ_READER_H */

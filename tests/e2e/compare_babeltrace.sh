@@ -1,0 +1,173 @@
+#!/bin/sh
+# compare_babeltrace.sh DIR - check that `ringtrace dump` and babeltrace2
+# read the same events from the CTF trace in DIR.
+#
+# Both outputs are normalised to one line per event,
+#     seconds.nanoseconds provider:event field=value field=value ...
+# and one line per loss,
+#     lost events|packets COUNT T1 T2
+# then sorted (events with equal times may come in another order) and
+# compared. Normalisation: babeltrace2's `[ [0] = 1, [1] = 2 ]` becomes
+# `[1, 2]`; the `_x_length` members of sequences (ringtrace dump hides them)
+# are dropped; hexadecimal is lower-cased; numbers with a fraction or an
+# exponent are printed with %g (babeltrace2 prints doubles with %g, dump
+# prints them in full); babeltrace2's extra escapes \' \? \e are undone.
+#
+# Environment: RINGTRACE (default: build/bin/ringtrace next to this
+# script's repository), BABELTRACE2 (default: babeltrace2).
+# Exit status: 0 same, 1 different (a diff is printed), 2 a tool failed.
+set -u
+
+dir=${1:?usage: compare_babeltrace.sh DIR}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+rt=${RINGTRACE:-$here/build/bin/ringtrace}
+bt=${BABELTRACE2:-babeltrace2}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+if ! "$bt" --clock-seconds --no-delta "$dir" >"$tmp/bt.out" 2>"$tmp/bt.err"; then
+	echo "compare_babeltrace: babeltrace2 failed on $dir:" >&2
+	tail -n 5 "$tmp/bt.err" >&2
+	exit 2
+fi
+if ! "$rt" dump --all "$dir" >"$tmp/rt.out" 2>"$tmp/rt.err"; then
+	echo "compare_babeltrace: ringtrace dump failed on $dir:" >&2
+	cat "$tmp/rt.err" >&2
+	exit 2
+fi
+
+# Shared awk code: value normalisation and a splitter that respects quotes
+# and brackets.
+common='
+function norm_scalar(v) {
+	if (v ~ /^0[xX][0-9a-fA-F]+$/) return tolower(v)
+	if (v ~ /^-?[0-9]+$/) return v
+	if (v ~ /^-0\.0*$/) return "-0"
+	if (v ~ /^-?(nan|inf)$/) return v
+	if (v ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ || v ~ /^[-+]?[0-9]+\.[0-9]*([eE][-+]?[0-9]+)?$/)
+		return sprintf("%g", v + 0)
+	return v
+}
+function norm_value(v,    inner, n, parts, i, out) {
+	if (substr(v, 1, 1) == "\"") return v
+	if (substr(v, 1, 1) == "[") {
+		inner = substr(v, 2, length(v) - 2)
+		gsub(/^ +| +$/, "", inner)
+		if (inner == "") return "[]"
+		n = split_top(inner, parts, ",")
+		out = ""
+		for (i = 1; i <= n; i++) {
+			gsub(/^ +| +$/, "", parts[i])
+			out = out (i > 1 ? ", " : "") norm_value(parts[i])
+		}
+		return "[" out "]"
+	}
+	return norm_scalar(v)
+}
+# Split s at top-level occurrences of the one-character separator sep.
+function split_top(s, parts, sep,    n, i, c, depth, instr, cur) {
+	n = 0; depth = 0; instr = 0; cur = ""
+	for (i = 1; i <= length(s); i++) {
+		c = substr(s, i, 1)
+		if (instr) {
+			cur = cur c
+			if (c == "\\") { i++; cur = cur substr(s, i, 1) }
+			else if (c == "\"") instr = 0
+			continue
+		}
+		if (c == "\"") instr = 1
+		else if (c == "[" || c == "{") depth++
+		else if (c == "]" || c == "}") depth--
+		if (c == sep && depth == 0) { parts[++n] = cur; cur = ""; continue }
+		cur = cur c
+	}
+	if (cur != "" || n > 0) parts[++n] = cur
+	return n
+}
+'
+
+# babeltrace2: [T] host:proc:(pid) name: { cpu_id = C }, { f = v, ... }
+awk "$common"'
+{
+	if (substr($0, 1, 1) != "[") next
+	t = substr($0, 2, index($0, "]") - 2)
+	rest = substr($0, index($0, "]") + 2)
+	p = index(rest, ": {")
+	if (p == 0) next
+	head = substr(rest, 1, p - 1)
+	nw = split(head, w, " ")
+	name = w[nw]
+	body = substr(rest, p + 2)
+	n = split_top(body, scopes, ",")
+	# the payload is the last top-level { ... }
+	pay = scopes[n]
+	gsub(/^ +| +$/, "", pay)
+	pay = substr(pay, 2, length(pay) - 2)
+	gsub(/\[[0-9]+\] = /, "", pay)
+	gsub(/\\\x27/, "\x27", pay); gsub(/\\\?/, "?", pay); gsub(/\\e/, "\\x1b", pay)
+	line = t " " name
+	m = split_top(pay, f, ",")
+	for (i = 1; i <= m; i++) {
+		fld = f[i]
+		gsub(/^ +| +$/, "", fld)
+		if (fld == "") continue
+		eq = index(fld, " = ")
+		k = substr(fld, 1, eq - 1); v = substr(fld, eq + 3)
+		if (k ~ /^_.+_length$/) continue
+		line = line " " k "=" norm_value(v)
+	}
+	print line
+}' "$tmp/bt.out" >"$tmp/bt.norm"
+
+awk '
+/WARNING: Tracer discarded/ {
+	s = $0
+	sub(/.*Tracer discarded /, "", s)
+	split(s, w, " ")
+	kind = (w[2] ~ /^packet/) ? "packets" : "events"
+	t1 = s; sub(/^[^[]*\[/, "", t1); sub(/\].*/, "", t1)
+	t2 = s; sub(/^[^[]*\[[^]]*\][^[]*\[/, "", t2); sub(/\].*/, "", t2)
+	print "lost " kind " " w[1] " " t1 " " t2
+}' "$tmp/bt.err" >>"$tmp/bt.norm"
+
+# ringtrace dump: comm-tid [cpu] T: name: f=v ...   and   ringtrace: N events lost ...
+awk "$common"'
+/^ringtrace: / {
+	kind = ($3 ~ /^packet/) ? "packets" : "events"
+	if ($8 == "between") print "lost " kind " " $2 " " $9 " " $11
+	else print "lost " kind " " $2 " ? " $9
+	next
+}
+{
+	p = index($0, "] ")
+	if (p == 0) next
+	rest = substr($0, p + 2)
+	q = index(rest, ": ")
+	t = substr(rest, 1, q - 1)
+	rest = substr(rest, q + 2)
+	q = index(rest, ": ")
+	if (q == 0) { name = substr(rest, 1, length(rest) - 1); rest = "" }
+	else { name = substr(rest, 1, q - 1); rest = substr(rest, q + 2) }
+	line = t " " name
+	m = split_top(rest, f, " ")
+	for (i = 1; i <= m; i++) {
+		if (f[i] == "") continue
+		eq = index(f[i], "=")
+		line = line " " substr(f[i], 1, eq - 1) "=" norm_value(substr(f[i], eq + 1))
+	}
+	print line
+}' "$tmp/rt.out" >"$tmp/rt.norm"
+
+LC_ALL=C sort "$tmp/bt.norm" >"$tmp/bt.sorted"
+LC_ALL=C sort "$tmp/rt.norm" >"$tmp/rt.sorted"
+if ! [ -s "$tmp/bt.sorted" ] && [ -s "$tmp/bt.out" ]; then
+	echo "compare_babeltrace: could not parse the babeltrace2 output" >&2
+	exit 2
+fi
+if diff -u "$tmp/bt.sorted" "$tmp/rt.sorted" >"$tmp/diff"; then
+	echo "compare_babeltrace: $dir: $(wc -l <"$tmp/rt.sorted") lines identical"
+	exit 0
+fi
+echo "compare_babeltrace: $dir: babeltrace2 (-) and ringtrace dump (+) differ:" >&2
+head -n 40 "$tmp/diff" >&2
+exit 1
