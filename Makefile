@@ -71,6 +71,10 @@ $(O)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The library exports only what the version script lists, and its own
+# references bind locally.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
+
 $(LIBSO): $(LIB_OBJ) src/lib/libringtrace.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS) -Wl,--version-script=src/lib/libringtrace.map \

@@ -55,6 +55,8 @@ extern "C" {
 /* The fast path must be inlined into each probe: clang otherwise keeps
  * it out of line and the write context goes through memory. */
 #define RINGTRACE__INLINE      static inline __attribute__((always_inline))
+/* What libringtrace exports (it is built with -fvisibility=hidden). */
+#define RINGTRACE__EXPORT      __attribute__((visibility("default")))
 
 /*
  * One per tracepoint declaration per translation unit, in .data; a pointer
@@ -174,13 +176,13 @@ struct ringtrace__rb {
 };
 
 /* Set by the library while tracing is on (release), read by every probe. */
-extern struct ringtrace__rb *ringtrace__rb_current;
+extern RINGTRACE__EXPORT struct ringtrace__rb *ringtrace__rb_current;
 
 struct ringtrace__tls {
 	uint32_t tid;                /* 0 until the thread's first event */
 	uint32_t pad;
 };
-extern __thread struct ringtrace__tls ringtrace__tls
+extern RINGTRACE__EXPORT __thread struct ringtrace__tls ringtrace__tls
 	__attribute__((tls_model("initial-exec")));
 
 /* What a probe holds between reserve and commit. */
@@ -199,19 +201,19 @@ struct ringtrace__wctx {
 
 /* Called by each translation unit's constructor/destructor with its
  * object's "ringtrace_events" section; reference counted per section. */
-void ringtrace__register_section(struct ringtrace_event_desc *const *start,
-				 struct ringtrace_event_desc *const *stop);
-void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
-				   struct ringtrace_event_desc *const *stop);
+RINGTRACE__EXPORT void ringtrace__register_section(struct ringtrace_event_desc *const *start,
+						   struct ringtrace_event_desc *const *stop);
+RINGTRACE__EXPORT void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
+						     struct ringtrace_event_desc *const *stop);
 
-int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+RINGTRACE__EXPORT int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload);
-void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
+RINGTRACE__EXPORT void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
 			    uint32_t bytes, uint32_t events);
 
 /* ---- clock ------------------------------------------------------------- */
 
-uint64_t ringtrace__clock_monotonic(void);
+RINGTRACE__EXPORT uint64_t ringtrace__clock_monotonic(void);
 
 static inline uint64_t ringtrace__now(const struct ringtrace__rb *rb)
 {

@@ -22,7 +22,7 @@ enum ringtrace_log_level {
  * or unload objects with tracepoints.
  */
 typedef void (*ringtrace_log_fn)(int level, const char *msg);
-void ringtrace_set_log_callback(ringtrace_log_fn fn);
+__attribute__((visibility("default"))) void ringtrace_set_log_callback(ringtrace_log_fn fn);
 
 #ifdef __cplusplus
 }

@@ -66,16 +66,13 @@ extern "C" {
 #endif
 
 /*
- * Called by every translation unit that includes this header, from a
- * constructor and a destructor, with the bounds of the "ringtrace_events"
- * section of the object (executable or shared object) it was linked into.
- * The library counts calls per section: the first registers the events, the
- * last (at exit or dlclose) forgets them.
+ * ringtrace__register_section() and ringtrace__unregister_section()
+ * (declared in ringtrace-abi.h) are called by every translation unit that
+ * includes this header, from a constructor and a destructor, with the
+ * bounds of the "ringtrace_events" section of the object (executable or
+ * shared object) it was linked into. The library counts calls per section:
+ * the first registers the events, the last (at exit or dlclose) forgets them.
  */
-void ringtrace__register_section(struct ringtrace_event_desc *const *start,
-				 struct ringtrace_event_desc *const *stop);
-void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
-				   struct ringtrace_event_desc *const *stop);
 
 /*
  * Defined by the linker, because the section name is a C identifier, around
