@@ -283,6 +283,20 @@ RINGTRACE__INLINE int32_t ringtrace__rseq_cpu(void)
 }
 
 /*
+ * No event leaves the thread's rseq_cs pointer set (the kernel zeroes it
+ * itself when it aborts a section). Left set, it points at a descriptor in
+ * the object that ran the section: once that object is dlclose'd, the
+ * kernel's next look at it (at preemption or a signal) reads unmapped memory
+ * and kills the process. A successful reservation is the one exit that does
+ * not clear it: the commit's section, in the same probe, always follows,
+ * replaces it and clears it.
+ */
+RINGTRACE__INLINE void ringtrace__rseq_clear(void)
+{
+	__asm__ __volatile__("movq $0, %%fs:8(%0)" : : "r"(__rseq_offset) : "memory");
+}
+
+/*
  * If still on `cpu` and *state == expect: read the clock into *ts, and if
  * *ts - ref < limit, store newv into *state (the commit). Returns 0 on
  * commit, 1 when preempted, migrated, signalled or the state moved, 2 when
@@ -323,8 +337,10 @@ RINGTRACE__INLINE int ringtrace__rseq_reserve(uint64_t *state, uint64_t expect, 
 	*ret_ts = ts;
 	return 0;
 abort:
+	ringtrace__rseq_clear();
 	return 1;
 overflow:
+	ringtrace__rseq_clear();
 	return 2;
 }
 
@@ -348,6 +364,7 @@ RINGTRACE__INLINE int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc,
 		"paddq %[inc], %%xmm0\n\t"
 		"movdqu %%xmm0, %[v]\n\t"
 		"2:\n\t"
+		"movq $0, %%fs:8(%[off])\n\t"
 		RINGTRACE__RSEQ_ABORT(abort)
 		:
 		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [v] "m"(*(ringtrace__v2di *)pair),
@@ -356,6 +373,7 @@ RINGTRACE__INLINE int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc,
 		: abort);
 	return 0;
 abort:
+	ringtrace__rseq_clear();
 	return 1;
 }
 

@@ -81,6 +81,7 @@ struct rec {
 	size_t nthreads, cap_threads;
 
 	pid_t child;
+	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash;
 	uint32_t clock;
 	struct clk_sample c0;
 	uint8_t uuid[16];
@@ -119,6 +120,8 @@ static void usage(FILE *f)
 static int parse_size(const char *s, uint64_t *ret)
 {
 	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL; /* strtoull would take a sign or blanks */
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s)
@@ -167,10 +170,8 @@ static int add_pattern(struct rec *r, const char *pat)
 	/* A bracket expression must close, or fnmatch would match it
 	 * literally: that is almost always a typo. */
 	int depth = 0;
-	for (const char *p = pat; *p; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		else if (*p == '[')
+	for (const char *p = pat; *p; p += (*p == '\\' && p[1]) ? 2 : 1) {
+		if (*p == '[')
 			depth = 1;
 		else if (*p == ']')
 			depth = 0;
@@ -193,12 +194,12 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	r->buf_size = (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB;
 	r->nsb = RB_DEFAULT_NSB;
 	r->mode = RINGTRACE__MODE_DISCARD;
-	int i;
-	for (i = 1; i < argc; i++) {
+	int i = 1;
+	for (; i < argc; i += 2) { /* an option and its value */
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--")) {
-			i++;
+			i += 1;
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -242,7 +243,6 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			fprintf(stderr, PFX "unknown option '%s' (try --help)\n", a);
 			return -1;
 		}
-		i++;
 	}
 	if (i >= argc) {
 		fprintf(stderr, PFX "no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])\n");
@@ -566,6 +566,12 @@ static int write_metadata(struct rec *r, int final)
 		{ "ringtrace_rseq", NULL, r->rb->hdr->use_rseq },
 		{ "ringtrace_subbuf_size", NULL, (int64_t)(r->rb->sb_mask + 1) },
 		{ "ringtrace_subbuf_count", NULL, (int64_t)r->nsb },
+		/* Only final once the recording has ended. */
+		{ "ringtrace_lost_full", NULL, (int64_t)r->lost_full },
+		{ "ringtrace_lost_overwrite", NULL, (int64_t)r->lost_overwrite },
+		{ "ringtrace_lost_too_big", NULL, (int64_t)r->lost_too_big },
+		{ "ringtrace_lost_no_rseq", NULL, (int64_t)r->lost_nocpu },
+		{ "ringtrace_lost_crash", NULL, (int64_t)r->lost_crash },
 	};
 	struct ctf_trace_desc t = { 0 };
 	memcpy(t.uuid, r->uuid, 16);
@@ -648,7 +654,8 @@ static int start_child(struct rec *r)
 	if (k == (ssize_t)sizeof(e)) {
 		fprintf(stderr, PFX "cannot run '%s': %s\n", r->argv[0], strerror(e));
 		waitpid(pid, NULL, 0);
-		return -1;
+		/* As shells do: 127 not found, 126 found but not runnable. */
+		return e == ENOENT || e == ENOTDIR ? -127 : -126;
 	}
 	r->child = pid;
 	child_pid_for_signal = pid;
@@ -693,7 +700,7 @@ static void cleanup(struct rec *r)
 int cmd_record(int argc, char **argv)
 {
 	struct rec r = { 0 };
-	int status = 1;
+	int status = 2;
 
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
@@ -745,8 +752,8 @@ int cmd_record(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 
 	clk_sample(r.clock, &r.c0);
-	if (start_child(&r) < 0) {
-		status = 127;
+	if ((k = start_child(&r)) < 0) {
+		status = k < -1 ? -k : 2;
 		goto fail_dir;
 	}
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
@@ -756,6 +763,13 @@ int cmd_record(int argc, char **argv)
 	for (;;) {
 		read_registry(&r);
 		consume(&r);
+		if (r.shm_path && __atomic_load_n(&r.rb->hdr->attached_pid, __ATOMIC_ACQUIRE)) {
+			/* Both sides have it mapped: the name is no longer needed,
+			 * and nothing is left behind if the recorder is killed. */
+			unlink(r.shm_path);
+			free(r.shm_path);
+			r.shm_path = NULL;
+		}
 		uint64_t now = mono_ms();
 		if (now - last_scan >= 50) {
 			scan_threads(&r);
@@ -787,23 +801,31 @@ int cmd_record(int argc, char **argv)
 
 	if (!r.rb->hdr->attached_pid)
 		fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r.argv[0]);
-	int meta_ok = write_metadata(&r, 1) == 0;
-
-	uint64_t lf = 0, lo = 0, lt = 0, ln = 0;
 	for (uint32_t c = 0; c < r.rb->ncpus; c++) {
 		struct ringtrace__rb_cpu *ctl = r.rb->cpu[c].ctl;
-		lf += ctl->lost_full;
-		lo += ctl->lost_overwrite;
-		lt += ctl->lost_too_big;
-		ln += ctl->lost_nocpu;
+		r.lost_full += ctl->lost_full;
+		r.lost_overwrite += ctl->lost_overwrite;
+		r.lost_too_big += ctl->lost_too_big;
+		r.lost_nocpu += ctl->lost_nocpu;
 	}
 	struct rb_reader_stats st;
 	rb_reader_stats(r.reader, &st);
+	r.lost_crash = st.crash_lost;
+	int meta_ok = write_metadata(&r, 1) == 0;
+
+	char extra[160] = "";
+	if (r.lost_nocpu)
+		snprintf(extra, sizeof(extra), ", %llu from threads without rseq",
+			 (unsigned long long)r.lost_nocpu);
+	if (r.lost_crash)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 ", %llu committed but cut off by the crash", (unsigned long long)r.lost_crash);
 	fprintf(stderr,
 		PFX "%llu events recorded, %llu lost (%llu buffer full, %llu overwritten, %llu too big%s), %llu bytes written to %s%s\n",
-		(unsigned long long)st.events, (unsigned long long)(lf + lo + lt + ln), (unsigned long long)lf,
-		(unsigned long long)lo, (unsigned long long)lt,
-		ln ? ", some from threads without rseq" : "", (unsigned long long)r.bytes, r.outdir,
+		(unsigned long long)st.events,
+		(unsigned long long)(r.lost_full + r.lost_overwrite + r.lost_too_big + r.lost_nocpu + r.lost_crash),
+		(unsigned long long)r.lost_full, (unsigned long long)r.lost_overwrite,
+		(unsigned long long)r.lost_too_big, extra, (unsigned long long)r.bytes, r.outdir,
 		(meta_ok && !r.write_failed) ? "" : " (INCOMPLETE)");
 	if (r.rb->hdr->reg_dropped)
 		fprintf(stderr, PFX "%u event descriptions did not fit in the registry\n", r.rb->hdr->reg_dropped);
@@ -819,5 +841,5 @@ fail_dir:
 	if (r.outdir && dir_is_empty(r.outdir))
 		rmdir(r.outdir);
 	cleanup(&r);
-	return status == 1 ? 2 : status;
+	return status;
 }

@@ -61,8 +61,10 @@ uint32_t rb_possible_cpus(void);
 
 /* ---- writer side, used by the library -------------------------------- */
 
-/* Lost events of one CPU, all causes. */
-uint64_t rb_cpu_lost(const struct ringtrace__rb_cpu *ctl);
+/* Events of one CPU dropped before they were written (every cause but
+ * overwriting): what a packet's events_discarded says. Overwritten events
+ * show in a trace as a gap in packet_seq_num, as in LTTng. */
+uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl);
 
 /* ---- consumer ----------------------------------------------------------- */
 
@@ -110,6 +112,7 @@ struct rb_reader_stats {
 	uint64_t bytes;
 	uint64_t torn;               /* overwrite mode: copies lost to a writer */
 	uint64_t corrupt;            /* sub-buffers that failed validation */
+	uint64_t crash_lost;         /* salvage: committed events that could not be kept */
 };
 void rb_reader_stats(const struct rb_reader *r, struct rb_reader_stats *ret);
 

@@ -246,13 +246,14 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 }
 
 /* Walk the records of a packet from its header to the first one that was
- * never written (zero header) or does not decode; returns the bytes kept. */
-static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg,
-			   uint64_t *ret_events)
+ * never written (zero header) or does not decode, or to `stop` if the walk
+ * lands on it; returns the bytes kept. */
+static size_t walk_records(const char *p, size_t avail, size_t stop, rb_payload_size_fn fn,
+			   void *arg, uint64_t *ret_events)
 {
 	size_t off = RINGTRACE__PKT_HDR;
 	uint64_t events = 0;
-	while (off + RINGTRACE__EV_COMPACT <= avail) {
+	while (off != stop && off + RINGTRACE__EV_COMPACT <= avail) {
 		uint32_t w;
 		memcpy(&w, p + off, 4);
 		if (w == 0)
@@ -275,7 +276,7 @@ static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, v
 		if (psz > avail - off - hl)
 			break;
 		off += hl + psz;
-		if (id != RINGTRACE__ID_THREAD)
+		if (id >= RINGTRACE__ID_FIRST_USER)
 			events++;
 	}
 	*ret_events = events;
@@ -328,16 +329,34 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			r->st.corrupt++;
 			continue;
 		}
+		uint64_t committed_events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
 		if (last && done == used) {
 			keep = used;
-			keep_events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
+			keep_events = committed_events;
 		} else {
 			/* Records reserved but never committed: keep what comes
 			 * before the first of them. */
 			uint64_t bound = last ? used : (get64(r->copy + 48) / 8);
 			if (bound < RINGTRACE__PKT_HDR || bound > sb)
 				bound = used;
-			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
+			/* In discard mode the reader zeroed the sub-buffer, so the
+			 * first unwritten record reads as a zero header. Overwrite
+			 * mode reuses sub-buffers unzeroed: an unwritten record
+			 * holds an older lap's bytes, which may decode. There the
+			 * packet is kept only if its records end exactly where the
+			 * committed bytes do (the unwritten record was the last
+			 * one reserved); otherwise it is dropped and its events
+			 * counted as lost. */
+			uint64_t committed = last ? done : done - (sb - bound);
+			int overwrite = rb->mode == RINGTRACE__MODE_OVERWRITE;
+			keep = walk_records(r->copy, bound, overwrite ? committed : SIZE_MAX, fn, arg, &keep_events);
+			if (overwrite &&
+			    (keep != committed || keep_events != committed_events)) {
+				r->st.crash_lost += committed_events;
+				continue;
+			}
+			if (keep_events < committed_events)
+				r->st.crash_lost += committed_events - keep_events;
 		}
 		char *h = r->copy;
 		uint64_t v = keep * 8;
@@ -345,7 +364,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		memcpy(h + 56, &v, 8);
 		if (last || get64(h + 40) < get64(h + 32))
 			memcpy(h + 40, &end_ts, 8);
-		v = rb_cpu_lost(pc->ctl);
+		v = rb_cpu_discarded(pc->ctl);
 		memcpy(h + 72, &v, 8);
 		pkt->data = r->copy;
 		pkt->len = keep;

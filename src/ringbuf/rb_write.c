@@ -49,10 +49,9 @@ uint64_t ringtrace__clock_monotonic(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t rb_cpu_lost(const struct ringtrace__rb_cpu *ctl)
+uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl)
 {
 	return __atomic_load_n(&ctl->lost_full, __ATOMIC_RELAXED) +
-	       __atomic_load_n(&ctl->lost_overwrite, __ATOMIC_RELAXED) +
 	       __atomic_load_n(&ctl->lost_too_big, __ATOMIC_RELAXED) +
 	       __atomic_load_n(&ctl->lost_nocpu, __ATOMIC_RELAXED);
 }
@@ -217,7 +216,7 @@ static void close_packet(struct ringtrace__wctx *c, struct ringtrace__rb_percpu 
 	put64(p + PKT_TS_END, ts);
 	put64(p + PKT_CONTENT, used * 8);
 	put64(p + PKT_SIZE, used * 8);
-	put64(p + PKT_DISCARDED, rb_cpu_lost(pc->ctl));
+	put64(p + PKT_DISCARDED, rb_cpu_discarded(pc->ctl));
 	struct ringtrace__wctx pad = *c;
 	pad.slot = slot_of(rb, start);
 	/* The padding completes the lap; the release in the commit publishes
