@@ -138,7 +138,6 @@ run: deps all
 	./scripts/run-example.sh $(O)
 
 bench: deps all
-	./scripts/deps.sh liblttng-ust-dev lttng-tools hyperfine
 	./bench/run.sh $(O)
 
 install: all
