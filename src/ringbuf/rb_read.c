@@ -122,25 +122,29 @@ static int packet_valid(const struct ringtrace__rb *rb, const char *p, uint32_t 
 /*
  * Overwrite mode copies while writers may already be reusing the slot; the
  * CAS on the owner word afterwards decides whether the copy is good. The
- * race on the bytes is the protocol (a seqlock), hence no TSan here.
+ * race on the bytes is the protocol (a seqlock). Under TSan the copy is a
+ * loop of uninstrumented loads (TSan intercepts memcpy); otherwise memcpy.
  */
-#if defined(__has_feature)
+#if defined(__SANITIZE_THREAD__)
+#  define RB_TSAN 1
+#elif defined(__has_feature)
 #  if __has_feature(thread_sanitizer)
-#    define NO_TSAN __attribute__((no_sanitize("thread")))
+#    define RB_TSAN 1
 #  endif
 #endif
-#if !defined(NO_TSAN) && defined(__SANITIZE_THREAD__)
-#  define NO_TSAN __attribute__((no_sanitize_thread))
-#endif
-#ifndef NO_TSAN
-#  define NO_TSAN
-#endif
 
-NO_TSAN static void racy_copy(char *dst, const char *src, size_t n)
+#ifdef RB_TSAN
+__attribute__((no_sanitize("thread"))) static void racy_copy(char *dst, const char *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = ((const volatile char *)src)[i];
 }
+#else
+static void racy_copy(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+#endif
 
 int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 {
