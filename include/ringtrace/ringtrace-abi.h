@@ -170,6 +170,8 @@ struct ringtrace__rb {
 	uint32_t mode;
 	uint64_t sb_mask;            /* sub-buffer size - 1 */
 	uint64_t buf_mask;           /* per-CPU buffer size - 1 */
+	uint64_t reg_off;            /* registry log, as validated at open: */
+	uint64_t reg_size;           /* never re-read from the region */
 	int use_rseq;
 	int clock_tsc;
 	struct ringtrace__rb_percpu cpu[];
@@ -413,9 +415,9 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 			uint32_t thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid ? 8 : 0;
 			uint64_t need = thr + RINGTRACE__EV_COMPACT + payload;
 			uint64_t in = pos & rb->sb_mask;
-			/* One compare for "a sub-buffer is open (in != 0) and the
-			 * record fits without filling it exactly" (see rb_write.c). */
-			if (RINGTRACE__LIKELY(in - 1 + need < rb->sb_mask)) {
+			/* A sub-buffer is open (in != 0) and the record fits
+			 * without filling it exactly (see rb_write.c). */
+			if (RINGTRACE__LIKELY(in != 0 && in + need <= rb->sb_mask)) {
 				uint64_t ts;
 				uint64_t ref = __atomic_load_n(&ctl->last_ts, __ATOMIC_RELAXED);
 				if (RINGTRACE__LIKELY(ringtrace__rseq_reserve(

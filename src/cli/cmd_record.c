@@ -63,7 +63,9 @@ struct rec {
 	char **argv;
 
 	char *outdir;
+	int outdir_created;          /* we made it: remove it if we fail early */
 	char *shm_path;
+	int shm_fd;                  /* passed to the program, unlinked at once */
 	void *mem;
 	uint64_t mem_size;
 	struct ringtrace__rb *rb;
@@ -277,7 +279,9 @@ static int dir_is_empty(const char *path)
 static int make_outdir(struct rec *r)
 {
 	if (r->outdir_opt) {
-		if (mkdir(r->outdir_opt, 0755) < 0 && !(errno == EEXIST && dir_is_empty(r->outdir_opt))) {
+		if (mkdir(r->outdir_opt, 0755) == 0)
+			r->outdir_created = 1;
+		else if (!(errno == EEXIST && dir_is_empty(r->outdir_opt))) {
 			if (errno == EEXIST)
 				fprintf(stderr, PFX "output directory '%s' exists and is not empty\n", r->outdir_opt);
 			else
@@ -303,6 +307,7 @@ static int make_outdir(struct rec *r)
 			return -1;
 		if (mkdir(path, 0755) == 0) {
 			r->outdir = path;
+			r->outdir_created = 1;
 			return 0;
 		}
 		int e = errno;
@@ -355,16 +360,31 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 	r->bytes += pkt->len;
 }
 
-static void consume(struct rec *r)
+/* Take at most `max` sub-buffers per CPU (0: all), so that a writer faster
+ * than the disk cannot keep the main loop from its other duties. Returns
+ * how many were taken. */
+static unsigned consume(struct rec *r, unsigned max)
 {
 	struct rb_packet pkt;
+	unsigned n = 0;
 	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
-		int k;
-		while ((k = rb_reader_get(r->reader, c, &pkt)) > 0) {
+		for (unsigned k = 0; (max == 0 || k < max) && rb_reader_get(r->reader, c, &pkt) > 0; k++) {
 			write_packet(r, &pkt);
 			rb_reader_put(r->reader, c);
+			n++;
 		}
 	}
+	return n;
+}
+
+/* The process that attached to the region, if it is still running (it can be
+ * a grandchild when the program is run through a shell or a wrapper). */
+static int attached_alive(const struct rec *r)
+{
+	pid_t pid = (pid_t)__atomic_load_n(&r->rb->hdr->attached_pid, __ATOMIC_ACQUIRE);
+	if (pid <= 0 || pid == r->child)
+		return 0;
+	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
 /* ---- registry ---------------------------------------------------------- */
@@ -421,9 +441,11 @@ static void read_registry(struct rec *r)
 {
 	struct ringtrace__shm_header *h = r->rb->hdr;
 	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_ACQUIRE);
-	if (used > h->reg_size)
-		used = h->reg_size;
-	const char *base = (const char *)h + h->reg_off;
+	/* Only the offsets validated at open (the program could change the
+	 * header's copies). */
+	if (used > r->rb->reg_size)
+		used = r->rb->reg_size;
+	const char *base = (const char *)h + r->rb->reg_off;
 	while (r->reg_pos + 16 <= used) {
 		const char *p = base + r->reg_pos;
 		uint32_t w[4];
@@ -629,6 +651,8 @@ static int start_child(struct rec *r)
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, PFX "fork: %s\n", strerror(errno));
+		close(errpipe[0]);
+		close(errpipe[1]);
 		return -1;
 	}
 	if (pid == 0) {
@@ -636,7 +660,11 @@ static int start_child(struct rec *r)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
-		setenv("RINGTRACE_SHM", r->shm_path, 1);
+		char env[32];
+		snprintf(env, sizeof(env), "fd:%d", r->shm_fd);
+		/* The one descriptor the program inherits on purpose. */
+		fcntl(r->shm_fd, F_SETFD, 0);
+		setenv("RINGTRACE_SHM", env, 1);
 		execvp(r->argv[0], r->argv);
 		int e = errno;
 		if (write(errpipe[1], &e, sizeof(e)) < 0) {
@@ -686,6 +714,8 @@ static void cleanup(struct rec *r)
 		unlink(r->shm_path);
 		free(r->shm_path);
 	}
+	if (r->shm_fd >= 0)
+		close(r->shm_fd);
 	for (size_t i = 0; i < r->nevents; i++) {
 		free(r->events[i].provider);
 		free(r->events[i].name);
@@ -701,6 +731,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct rec r = { 0 };
 	int status = 2;
+	r.shm_fd = -1;
 
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
@@ -725,12 +756,18 @@ int cmd_record(int argc, char **argv)
 
 	if (make_outdir(&r) < 0)
 		return 2;
-	int k = rb_shm_create(rb_shm_dir(), &p, &r.shm_path, &r.mem, &r.mem_size);
+	r.shm_fd = -1;
+	int k = rb_shm_create(rb_shm_dir(), &p, &r.shm_path, &r.shm_fd, &r.mem, &r.mem_size);
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot create the shared-memory buffers in %s: %s\n", rb_shm_dir(),
 			strerror(-k));
 		goto fail_dir;
 	}
+	/* The program gets the region as an inherited descriptor: the name is
+	 * not needed, and nothing stays behind whatever happens to us. */
+	unlink(r.shm_path);
+	free(r.shm_path);
+	r.shm_path = NULL;
 	if ((k = rb_view_open(r.mem, r.mem_size, &r.rb)) < 0 || (k = rb_reader_new(r.rb, &r.reader)) < 0) {
 		fprintf(stderr, PFX "cannot use the shared-memory buffers: %s\n", strerror(-k));
 		goto fail_dir;
@@ -759,17 +796,10 @@ int cmd_record(int argc, char **argv)
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
 
 	uint64_t last_scan = 0, last_meta = 0;
-	int wstatus = 0;
+	int wstatus = 0, exited = 0;
 	for (;;) {
 		read_registry(&r);
-		consume(&r);
-		if (r.shm_path && __atomic_load_n(&r.rb->hdr->attached_pid, __ATOMIC_ACQUIRE)) {
-			/* Both sides have it mapped: the name is no longer needed,
-			 * and nothing is left behind if the recorder is killed. */
-			unlink(r.shm_path);
-			free(r.shm_path);
-			r.shm_path = NULL;
-		}
+		unsigned got = consume(&r, r.nsb);
 		uint64_t now = mono_ms();
 		if (now - last_scan >= 50) {
 			scan_threads(&r);
@@ -781,18 +811,24 @@ int cmd_record(int argc, char **argv)
 		}
 		siginfo_t si = { 0 };
 		/* WNOWAIT: a zombie's /proc entry still names its main thread. */
-		if (waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == r.child) {
+		if (!exited && waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == r.child) {
 			scan_threads(&r);
 			waitpid(r.child, &wstatus, 0);
-			break;
+			exited = 1;
 		}
-		rb_reader_wait(r.reader, 100);
+		/* Done when no writer can be left: the program, and the process
+		 * that attached if that is another one. */
+		if (exited && !attached_alive(&r))
+			break;
+		if (got == 0 || exited)
+			rb_reader_wait(r.reader, exited ? 20 : 100);
 	}
 	child_pid_for_signal = 0;
 
 	/* No writer is left: take everything, open sub-buffers included. */
 	read_registry(&r);
-	consume(&r);
+	consume(&r, 0);
 	uint64_t end_ts = ringtrace__now(r.rb);
 	struct rb_packet pkt;
 	for (uint32_t c = 0; c < r.rb->ncpus; c++)
@@ -838,7 +874,7 @@ int cmd_record(int argc, char **argv)
 	return status;
 
 fail_dir:
-	if (r.outdir && dir_is_empty(r.outdir))
+	if (r.outdir && r.outdir_created && dir_is_empty(r.outdir))
 		rmdir(r.outdir);
 	cleanup(&r);
 	return status;

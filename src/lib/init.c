@@ -2,7 +2,7 @@
  * init.c - libringtrace start-up: attach to the recorder's region.
  *
  * `ringtrace record` starts the program with RINGTRACE_SHM naming its
- * region. The library's constructor (which runs before those of the objects
+ * region: a path, or "fd:N" for an inherited descriptor. The library's constructor (which runs before those of the objects
  * that use it) maps and validates it, chooses rseq or the atomic fallback,
  * publishes the registry and turns the selected events on. Without the
  * variable nothing happens: every tracepoint stays one load and a branch.
@@ -30,8 +30,11 @@ static int rseq_usable(const struct ringtrace__rb *rb)
 	const char *no = getenv("RINGTRACE_NO_RSEQ");
 	if (no && *no && strcmp(no, "0") != 0)
 		return 0;
-	/* The critical sections read the clock with rdtsc. */
-	if (!rb->clock_tsc || __rseq_size < 20)
+	/* The critical sections read the clock with rdtsc, and commit with
+	 * one 16-byte store, which x86 makes atomic only on AVX processors
+	 * (a reader could otherwise see the byte count before the event
+	 * count). */
+	if (!rb->clock_tsc || __rseq_size < 20 || !__builtin_cpu_supports("avx"))
 		return 0;
 	return ringtrace__rseq_cpu() >= 0;
 #else
@@ -67,7 +70,21 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 	if (!path)
 		return;
 	struct ringtrace__rb *rb = NULL;
-	int r = rb_shm_map(path, &region, &region_size);
+	int r;
+	if (!strncmp(path, "fd:", 3)) {
+		/* An inherited descriptor of an already unlinked file: nothing
+		 * is left in the file system whatever happens to the recorder. */
+		char *end;
+		long fd = strtol(path + 3, &end, 10);
+		if (*end || fd < 0 || fd > INT32_MAX) {
+			r = -EINVAL;
+		} else {
+			r = rb_shm_map_fd((int)fd, &region, &region_size);
+			close((int)fd);
+		}
+	} else {
+		r = rb_shm_map(path, &region, &region_size);
+	}
 	if (r == 0) {
 		r = rb_view_open(region, region_size, &rb);
 		if (r < 0) {
@@ -81,9 +98,19 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 		return;
 	}
 	free(path);
+	/* One process per region: a program run through an uninstrumented
+	 * wrapper (sh -c, make) may pass the variable to several. The first
+	 * to attach owns the region; the others stay off. */
+	uint32_t none = 0;
+	if (!__atomic_compare_exchange_n(&rb->hdr->attached_pid, &none, (uint32_t)getpid(), 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(region, region_size);
+		rb_view_free(rb);
+		region = NULL;
+		return;
+	}
 	rb->use_rseq = rseq_usable(rb);
 	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
-	__atomic_store_n(&rb->hdr->attached_pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	reg_attach(rb);
 }

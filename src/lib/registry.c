@@ -96,12 +96,13 @@ static void log_append(uint32_t kind, uint32_t id, const char *const *strs, int 
 	for (int i = 0; i < nstr; i++)
 		len += strlen(strs[i]) + 1;
 	len = (len + 7) & ~(size_t)7;
+	/* Offsets as validated at attach; only this process appends. */
 	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_RELAXED);
-	if (used > h->reg_size || len > h->reg_size - used) {
+	if (used > attached->reg_size || len > attached->reg_size - used) {
 		__atomic_fetch_add(&h->reg_dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	char *p = (char *)h + h->reg_off + used;
+	char *p = (char *)h + attached->reg_off + used;
 	uint32_t w[4] = { (uint32_t)len, kind, id, 0 };
 	memset(p, 0, len);
 	memcpy(p, w, sizeof(w));

@@ -48,11 +48,14 @@ int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb);
 void rb_view_free(struct ringtrace__rb *rb);
 
 /* Create the region file (mode 0600, O_EXCL) in dir, size it, map it, lay it
- * out. *ret_path gets a malloc'ed path. */
-int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path,
+ * out. *ret_path gets a malloc'ed path; *ret_fd (if ret_fd) the open
+ * descriptor (close-on-exec). */
+int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path, int *ret_fd,
 		  void **ret_mem, uint64_t *ret_size);
-/* Map an existing region file read-write (size from fstat). */
+/* Map an existing region file read-write (size from fstat): by path, or by
+ * an open descriptor (which stays open). Our user's 0600 regular files only. */
 int rb_shm_map(const char *path, void **ret_mem, uint64_t *ret_size);
+int rb_shm_map_fd(int fd, void **ret_mem, uint64_t *ret_size);
 /* Where regions live: $XDG_RUNTIME_DIR if usable, else /dev/shm. */
 const char *rb_shm_dir(void);
 
@@ -112,6 +115,7 @@ struct rb_reader_stats {
 	uint64_t bytes;
 	uint64_t torn;               /* overwrite mode: copies lost to a writer */
 	uint64_t corrupt;            /* sub-buffers that failed validation */
+	uint64_t corrupt_events;     /* committed events in those sub-buffers */
 	uint64_t crash_lost;         /* salvage: committed events that could not be kept */
 };
 void rb_reader_stats(const struct rb_reader *r, struct rb_reader_stats *ret);

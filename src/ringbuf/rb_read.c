@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ringbuf/rb.h"
+#include "ringbuf/rb_lap.h"
 
 struct rb_rcpu {
 	uint64_t rpos;               /* start of the next sub-buffer to take */
@@ -34,39 +35,6 @@ struct rb_reader {
 	struct rb_reader_stats st;
 	struct rb_rcpu cpu[];
 };
-
-static uint32_t lap_mask(const struct ringtrace__rb *rb)
-{
-	uint32_t bits = RINGTRACE__POS_BITS - rb->sb_shift - rb->nsb_shift;
-	return bits >= 16 ? 0xffffu : (1u << bits) - 1;
-}
-
-static uint32_t lap_of(const struct ringtrace__rb *rb, uint64_t pos)
-{
-	return (uint32_t)(pos >> (rb->sb_shift + rb->nsb_shift)) & lap_mask(rb);
-}
-
-static uint32_t slot_of(const struct ringtrace__rb *rb, uint64_t pos)
-{
-	return (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
-}
-
-/* Bytes of slot s committed in lap `lap` (at most sb_size unless damaged). */
-static uint64_t lap_committed(const struct ringtrace__rb *rb, const struct ringtrace__rb_slot *s,
-			      uint32_t lap)
-{
-	/* Acquire pairs with each commit's release (rseq store or xadd). */
-	uint64_t b = __atomic_load_n(&s->local_bytes, __ATOMIC_ACQUIRE) +
-		     __atomic_load_n(&s->remote_bytes, __ATOMIC_ACQUIRE);
-	uint64_t m = (UINT64_C(1) << (RINGTRACE__POS_BITS - rb->nsb_shift)) - 1;
-	return (b - ((uint64_t)lap << rb->sb_shift)) & m;
-}
-
-static uint64_t slot_events(const struct ringtrace__rb_slot *s)
-{
-	return __atomic_load_n(&s->local_events, __ATOMIC_ACQUIRE) +
-	       __atomic_load_n(&s->remote_events, __ATOMIC_ACQUIRE);
-}
 
 int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
 {
@@ -173,27 +141,32 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			continue;
 		}
 		uint64_t rpos = rc->rpos;
-		struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
-		uint32_t lap = lap_of(rb, rpos);
+		struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, rpos)];
+		uint32_t lap = rb_lap_tag(rb, rpos);
 		uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
 		if (RINGTRACE__OWN_LAP(ow) != lap || RINGTRACE__OWN_READ(ow)) {
 			/* Reopened by a writer: overwritten, counted there. */
 			rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
 			continue;
 		}
-		uint64_t done = lap_committed(rb, s, lap);
+		uint64_t done = rb_lap_committed(rb, s, rpos);
 		if (done < sb)
 			return 0; /* a writer has not committed yet */
 		if (done > sb) {
 			/* Overwrite mode: a writer reopened the slot after we
 			 * read its owner word (it counted the loss). Discard
-			 * mode: impossible unless the region is damaged. */
-			if (rb->mode != RINGTRACE__MODE_OVERWRITE)
+			 * mode: impossible unless the region is damaged; hand
+			 * the slot back anyway, or the writers would stop. */
+			if (rb->mode == RINGTRACE__MODE_OVERWRITE) {
+				rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+			} else {
 				r->st.corrupt++;
-			rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
+				rc->held = 1;
+				rb_reader_put(r, cpu);
+			}
 			continue;
 		}
-		uint64_t events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
+		uint64_t events = rb_lap_events(s, ow);
 		const char *p = pc->data + (rpos & rb->buf_mask);
 		uint64_t len;
 		if (rb->mode == RINGTRACE__MODE_OVERWRITE) {
@@ -212,7 +185,10 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			rc->held = 1;
 		}
 		if (!packet_valid(rb, p, cpu, rpos, &len)) {
+			/* e.g. its opener died between its state commit and the
+			 * packet header: the events in it cannot be read. */
 			r->st.corrupt++;
+			r->st.corrupt_events += events;
 			if (rc->held)
 				rb_reader_put(r, cpu);
 			continue;
@@ -237,7 +213,7 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 		return;
 	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
 	uint64_t rpos = rc->rpos;
-	struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
+	struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, rpos)];
 	/* Zeroed, so that a record reserved later but never written reads as
 	 * a zero header (design.md "Event write order"). */
 	memset(pc->data + (rpos & rb->buf_mask), 0, rb->sb_mask + 1);
@@ -250,14 +226,13 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 }
 
 /* Walk the records of a packet from its header to the first one that was
- * never written (zero header) or does not decode, or to `stop` if the walk
- * lands on it; returns the bytes kept. */
-static size_t walk_records(const char *p, size_t avail, size_t stop, rb_payload_size_fn fn,
-			   void *arg, uint64_t *ret_events)
+ * never written (zero header) or does not decode; returns the bytes kept. */
+static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg,
+			   uint64_t *ret_events)
 {
 	size_t off = RINGTRACE__PKT_HDR;
 	uint64_t events = 0;
-	while (off != stop && off + RINGTRACE__EV_COMPACT <= avail) {
+	while (off + RINGTRACE__EV_COMPACT <= avail) {
 		uint32_t w;
 		memcpy(&w, p + off, 4);
 		if (w == 0)
@@ -312,8 +287,8 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		/* rb_reader_get() returned 0: the sub-buffer at rpos is open
 		 * (dist < sb) or closed with records never committed. */
 		uint64_t rpos = rc->rpos;
-		struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, rpos)];
-		uint32_t lap = lap_of(rb, rpos);
+		struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, rpos)];
+		uint32_t lap = rb_lap_tag(rb, rpos);
 		uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
 		int last = dist < sb;
 		rc->rpos = (rpos + sb) & RINGTRACE__POS_MASK;
@@ -326,14 +301,16 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		uint64_t used = last ? dist : sb;
 		uint64_t keep_events;
 		size_t keep;
-		uint64_t done = lap_committed(rb, s, lap);
+		uint64_t done = rb_lap_committed(rb, s, rpos);
 		uint32_t magic;
 		memcpy(&magic, r->copy, 4);
+		uint64_t committed_events = rb_lap_events(s, ow);
 		if (magic != 0xC1FC1FC1u) {
+			/* Its opener died before writing the header. */
 			r->st.corrupt++;
+			r->st.corrupt_events += committed_events;
 			continue;
 		}
-		uint64_t committed_events = (slot_events(s) - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1);
 		if (last && done == used) {
 			keep = used;
 			keep_events = committed_events;
@@ -343,22 +320,11 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			uint64_t bound = last ? used : (get64(r->copy + 48) / 8);
 			if (bound < RINGTRACE__PKT_HDR || bound > sb)
 				bound = used;
-			/* In discard mode the reader zeroed the sub-buffer, so the
-			 * first unwritten record reads as a zero header. Overwrite
-			 * mode reuses sub-buffers unzeroed: an unwritten record
-			 * holds an older lap's bytes, which may decode. There the
-			 * packet is kept only if its records end exactly where the
-			 * committed bytes do (the unwritten record was the last
-			 * one reserved); otherwise it is dropped and its events
-			 * counted as lost. */
-			uint64_t committed = last ? done : done - (sb - bound);
-			int overwrite = rb->mode == RINGTRACE__MODE_OVERWRITE;
-			keep = walk_records(r->copy, bound, overwrite ? committed : SIZE_MAX, fn, arg, &keep_events);
-			if (overwrite &&
-			    (keep != committed || keep_events != committed_events)) {
-				r->st.crash_lost += committed_events;
-				continue;
-			}
+			/* Every sub-buffer was zero before its lap began (the
+			 * reader zeroes in discard mode, the reusing writer in
+			 * overwrite mode), so the first unwritten record reads
+			 * as a zero header; what follows it is lost. */
+			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
 			if (keep_events < committed_events)
 				r->st.crash_lost += committed_events - keep_events;
 		}
@@ -390,10 +356,17 @@ void rb_reader_wait(struct rb_reader *r, int timeout_ms)
 	/* Pairs with the writer's fence in wake_reader(): after it, either we
 	 * see its closed sub-buffer or it sees our flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
-		uint64_t st = __atomic_load_n(&r->rb->cpu[c].ctl->state, __ATOMIC_ACQUIRE);
-		uint64_t dist = ((st & RINGTRACE__POS_MASK) - r->cpu[c].rpos) & RINGTRACE__POS_MASK;
-		if (dist > r->rb->sb_mask + 1) {
+	struct ringtrace__rb *rb = r->rb;
+	for (uint32_t c = 0; c < rb->ncpus; c++) {
+		uint64_t rpos = r->cpu[c].rpos;
+		uint64_t st = __atomic_load_n(&rb->cpu[c].ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t dist = ((st & RINGTRACE__POS_MASK) - rpos) & RINGTRACE__POS_MASK;
+		/* Ready: a closed sub-buffer that is complete (one still waiting
+		 * for a preempted or dead writer's commit is not: sleeping is
+		 * right then, spinning would not help). */
+		if (dist > rb->sb_mask + 1 &&
+		    (dist > rb->buf_mask + 1 ||
+		     rb_lap_committed(rb, &rb->cpu[c].slots[rb_slot_of(rb, rpos)], rpos) >= rb->sb_mask + 1)) {
 			__atomic_store_n(w, 0, __ATOMIC_RELAXED);
 			return;
 		}

@@ -170,6 +170,8 @@ int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb)
 	rb->sb_mask = (UINT64_C(1) << h->sb_shift) - 1;
 	rb->buf_mask = (UINT64_C(1) << (h->sb_shift + h->nsb_shift)) - 1;
 	rb->clock_tsc = h->clock == RINGTRACE__CLOCK_TSC;
+	rb->reg_off = l.reg_off;
+	rb->reg_size = h->reg_size;
 	for (uint32_t c = 0; c < h->ncpus; c++) {
 		char *base = (char *)mem + l.cpu_off + (uint64_t)c * l.cpu_stride;
 		rb->cpu[c].ctl = (struct ringtrace__rb_cpu *)base;
@@ -195,8 +197,8 @@ const char *rb_shm_dir(void)
 	return "/dev/shm";
 }
 
-int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path, void **ret_mem,
-		  uint64_t *ret_size)
+int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path, int *ret_fd,
+		  void **ret_mem, uint64_t *ret_size)
 {
 	uint64_t size;
 	int r = rb_region_size(p, &size);
@@ -230,14 +232,15 @@ int rb_shm_create(const char *dir, const struct rb_params *p, char **ret_path, v
 		r = -errno;
 		goto fail;
 	}
-	close(fd);
 	r = rb_region_init(mem, size, p);
 	if (r < 0) {
 		munmap(mem, size);
-		unlink(path);
-		free(path);
-		return r;
+		goto fail;
 	}
+	if (ret_fd)
+		*ret_fd = fd;
+	else
+		close(fd);
 	*ret_path = path;
 	*ret_mem = mem;
 	*ret_size = size;
@@ -249,30 +252,28 @@ fail:
 	return r;
 }
 
+int rb_shm_map_fd(int fd, void **ret_mem, uint64_t *ret_size)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    st.st_size < (off_t)sizeof(struct ringtrace__shm_header))
+		return -EPERM;
+	void *mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	*ret_mem = mem;
+	*ret_size = (uint64_t)st.st_size;
+	return 0;
+}
+
 int rb_shm_map(const char *path, void **ret_mem, uint64_t *ret_size)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	int r = 0;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
-	    st.st_size < (off_t)sizeof(struct ringtrace__shm_header)) {
-		r = -EPERM;
-		goto out;
-	}
-	void *mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		r = -errno;
-		goto out;
-	}
-	*ret_mem = mem;
-	*ret_size = (uint64_t)st.st_size;
-out:
+	int r = rb_shm_map_fd(fd, ret_mem, ret_size);
 	close(fd);
 	return r;
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ringbuf/rb.h"
+#include "ringbuf/rb_lap.h"
 
 /* The CTF packet header/context offsets (docs/design.md section 3). */
 #define PKT_MAGIC      0
@@ -69,45 +70,6 @@ static void put64(char *p, uint64_t v)
 static void put32(char *p, uint32_t v)
 {
 	memcpy(p, &v, 4);
-}
-
-/* Laps are tagged modulo 2^16 in owner words, and positions wrap at 2^42:
- * the tag space is the smaller of the two. */
-static uint32_t lap_mask(const struct ringtrace__rb *rb)
-{
-	uint32_t bits = RINGTRACE__POS_BITS - rb->sb_shift - rb->nsb_shift;
-	return bits >= 16 ? 0xffffu : (1u << bits) - 1;
-}
-
-static uint32_t lap_of(const struct ringtrace__rb *rb, uint64_t pos)
-{
-	return (uint32_t)(pos >> (rb->sb_shift + rb->nsb_shift)) & lap_mask(rb);
-}
-
-static uint32_t slot_of(const struct ringtrace__rb *rb, uint64_t pos)
-{
-	return (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
-}
-
-/*
- * Is lap `lap` of slot s fully committed? Cumulative byte counts are
- * compared modulo the bytes one slot sees per 2^42 positions.
- */
-static int lap_complete(const struct ringtrace__rb *rb, const struct ringtrace__rb_slot *s,
-			uint32_t lap, uint64_t *ret_events)
-{
-	/* Acquire pairs with the release of each commit (the rseq store or the
-	 * remote xadd), so the records' bytes and the event counts are final. */
-	uint64_t lb = __atomic_load_n(&s->local_bytes, __ATOMIC_ACQUIRE);
-	uint64_t rbytes = __atomic_load_n(&s->remote_bytes, __ATOMIC_ACQUIRE);
-	uint64_t m = (UINT64_C(1) << (RINGTRACE__POS_BITS - rb->nsb_shift)) - 1;
-	uint64_t want = ((uint64_t)lap + 1) << rb->sb_shift;
-	if (((lb + rbytes) & m) != (want & m))
-		return 0;
-	if (ret_events)
-		*ret_events = __atomic_load_n(&s->local_events, __ATOMIC_ACQUIRE) +
-			      __atomic_load_n(&s->remote_events, __ATOMIC_ACQUIRE);
-	return 1;
 }
 
 /* Commit from a thread that is not (or may not be) on the owning CPU. */
@@ -184,27 +146,44 @@ static void wake_reader(struct ringtrace__rb *rb)
  */
 static int claim_slot(struct ringtrace__rb *rb, struct ringtrace__rb_percpu *pc, uint64_t next)
 {
-	struct ringtrace__rb_slot *s = &pc->slots[slot_of(rb, next)];
-	uint32_t lap = lap_of(rb, next);
-	uint32_t prev = (lap - 1) & lap_mask(rb);
+	struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, next)];
+	uint32_t lap = rb_lap_tag(rb, next);
+	uint32_t prev = (lap - 1) & rb_lap_mask(rb);
+	uint64_t sb = rb->sb_mask + 1;
 	uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
 
 	if (RINGTRACE__OWN_LAP(ow) == lap)
-		return 0; /* opened already (by a racing switch, or lap 0) */
+		/* Opened already (by a racing switch, or lap 0), unless its
+		 * opener is still zeroing it. */
+		return (ow & RB_OWN_ZEROING) ? -ENOSPC : 0;
 	if (RINGTRACE__OWN_LAP(ow) != prev)
 		return -ENOSPC;
-	uint64_t events;
-	if (!lap_complete(rb, s, prev, &events))
+	/* The previous lap must be fully committed: a writer still holding a
+	 * reservation there (preempted, or dead) keeps the slot. */
+	if (rb_lap_committed(rb, s, (next - (rb->buf_mask + 1)) & RINGTRACE__POS_MASK) != sb)
 		return -ENOSPC;
-	uint64_t nw = RINGTRACE__OWN(lap, 0, events);
-	if (!RINGTRACE__OWN_READ(ow) && rb->mode != RINGTRACE__MODE_OVERWRITE)
+	uint64_t events = rb_slot_events(s);
+	int unread = !RINGTRACE__OWN_READ(ow);
+	int overwrite_mode = rb->mode == RINGTRACE__MODE_OVERWRITE;
+	if (unread && !overwrite_mode)
 		return -ENOSPC;
-	/* Pairs with the reader's CAS claiming the old lap: exactly one wins. */
+	/* Pairs with the reader's CAS claiming the old lap: exactly one wins.
+	 * In overwrite mode the slot is zeroed before anyone writes in it (the
+	 * reader copies and does not zero), so that a record reserved but
+	 * never written reads as a zero header as in discard mode (where the
+	 * reader zeroes); meanwhile other writers see ZEROING and drop rather
+	 * than write into it. */
+	uint64_t nw = RINGTRACE__OWN(lap, 0, events) | (overwrite_mode ? RB_OWN_ZEROING : 0);
 	if (!__atomic_compare_exchange_n(&s->owner, &ow, nw, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -EAGAIN;
-	if (!RINGTRACE__OWN_READ(ow))
-		count_lost(&pc->ctl->lost_overwrite,
-			   (events - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1));
+	if (unread)
+		count_lost(&pc->ctl->lost_overwrite, (events - RINGTRACE__OWN_BASE(ow)) & ((UINT64_C(1) << 46) - 1));
+	if (overwrite_mode) {
+		memset(pc->data + (next & rb->buf_mask), 0, sb);
+		/* Release: the zeroes before the slot is open for writing
+		 * (pairs with the acquire load above in other writers). */
+		__atomic_store_n(&s->owner, RINGTRACE__OWN(lap, 0, events), __ATOMIC_RELEASE);
+	}
 	return 0;
 }
 
@@ -218,7 +197,7 @@ static void close_packet(struct ringtrace__wctx *c, struct ringtrace__rb_percpu 
 	put64(p + PKT_SIZE, used * 8);
 	put64(p + PKT_DISCARDED, rb_cpu_discarded(pc->ctl));
 	struct ringtrace__wctx pad = *c;
-	pad.slot = slot_of(rb, start);
+	pad.slot = rb_slot_of(rb, start);
 	/* The padding completes the lap; the release in the commit publishes
 	 * the fields above with it. */
 	commit_any(&pad, (uint32_t)(rb->sb_mask + 1 - used), 0);
@@ -299,8 +278,24 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	return reserve(c, payload, 0);
 }
 
-/* The slow path proper; `internal` records are not counted when dropped. */
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int internal);
+
+/*
+ * The slow path proper; `internal` records are not counted when dropped.
+ * A dropped event leaves no rseq_cs pointer behind (see ringtrace-abi.h):
+ * this object could be unloaded before the thread's next preemption.
+ */
 static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
+{
+	int r = reserve_once(c, payload, internal);
+#if RINGTRACE__RSEQ
+	if (!r && c->rb->use_rseq)
+		ringtrace__rseq_clear();
+#endif
+	return r;
+}
+
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int internal)
 {
 	struct ringtrace__rb *rb = c->rb;
 	uint32_t tid = ringtrace__tls.tid;
@@ -349,7 +344,7 @@ static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
 			c->payload = p + ev_hdr;
 			c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
 			c->cpu = (uint32_t)cpu;
-			c->slot = slot_of(rb, pos);
+			c->slot = rb_slot_of(rb, pos);
 			c->len = (uint32_t)need;
 			return 1;
 		}
@@ -388,7 +383,7 @@ static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
 		c->rec = p;
 		c->payload = p + ev_hdr;
 		c->ext = ev_hdr == RINGTRACE__EV_EXTENDED;
-		c->slot = slot_of(rb, next);
+		c->slot = rb_slot_of(rb, next);
 		c->len = (uint32_t)need;
 		if (in)
 			wake_reader(rb);

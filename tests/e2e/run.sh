@@ -835,6 +835,30 @@ t_fork() {
 	finish "$name"
 }
 
+# Two instrumented programs started by one uninstrumented shell: the region
+# is attached by exactly one of them, whose events decode cleanly, and the
+# other runs untraced and unchanged.
+t_two_programs() {
+	local name="two programs under one shell: one attaches, the trace is clean"
+	begin
+	have "$PROGS/kinds" || { finish "$name"; return; }
+	have "$PROGS/status" || { finish "$name"; return; }
+	rec rec -o tr -- sh -c "\"$PROGS/status\" 3 >/dev/null; \"$PROGS/kinds\" >/dev/null; echo done"
+	eq "record status" "$RC" 0
+	eq "stdout" "$(cat rec.out)" "done"
+	bt tr
+	eq "babeltrace2 exit" "$BTRC" 0
+	local st ki
+	st=$(grep -c ' e2e:step:' tr.bt)
+	ki=$(grep -c ' kinds:' tr.bt)
+	[ "$st" -gt 0 ] && [ "$ki" -gt 0 ] && why "events of both programs in one trace: $st e2e:step, $ki kinds"
+	[ "$st" -gt 0 ] || [ "$ki" -gt 0 ] || why "no events at all"
+	dump tr
+	eq "dump exit" "$DRC" 0
+	compare tr
+	finish "$name"
+}
+
 # Signal handlers fire events while the interrupted thread is inside one.
 t_signal_handler() {
 	local variant nr name
@@ -1086,7 +1110,7 @@ if [ ! -x "$RT" ]; then
 fi
 for t in t_demo t_status t_default_dir t_sigkill t_sigterm t_dlopen t_conflict \
 	t_byte_order t_threads t_select t_modes t_crash_inside t_kinds t_big t_many_ids t_gap t_fork t_signal_handler \
-	t_bad_record t_bad_dump t_shm; do
+	t_two_programs t_bad_record t_bad_dump t_shm; do
 	run $t
 done
 
