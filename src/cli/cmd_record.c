@@ -846,7 +846,9 @@ int cmd_record(int argc, char **argv)
 	}
 	struct rb_reader_stats st;
 	rb_reader_stats(r.reader, &st);
-	r.lost_crash = st.crash_lost;
+	/* Committed but unreadable: cut off after a record its writer never
+	 * finished, or in a sub-buffer whose header never got written. */
+	r.lost_crash = st.crash_lost + st.corrupt_events;
 	int meta_ok = write_metadata(&r, 1) == 0;
 
 	char extra[160] = "";
