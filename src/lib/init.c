@@ -34,7 +34,12 @@ static int rseq_usable(const struct ringtrace__rb *rb)
 	 * one 16-byte store, which x86 makes atomic only on AVX processors
 	 * (a reader could otherwise see the byte count before the event
 	 * count). */
-	if (!rb->clock_tsc || __rseq_size < 20 || !__builtin_cpu_supports("avx"))
+	if (!rb->clock_tsc || __rseq_size < 20)
+		return 0;
+	/* We run from a constructor, possibly before libgcc's own: its CPU
+	 * model must be filled in first or every feature reads as absent. */
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx"))
 		return 0;
 	return ringtrace__rseq_cpu() >= 0;
 #else
