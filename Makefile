@@ -43,9 +43,9 @@ LDFLAGS  += $(SANFLAGS)
 LDLIBS   := -lpthread
 
 # Code that runs inside the traced program.
-LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)
-# Everything else the command needs.
-TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c)
+LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c) src/stackmap/stackmap.c
+# Everything else the command needs (exports print; the library never does).
+TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c
 CLI_SRC   := $(wildcard src/cli/*.c)
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
@@ -118,9 +118,9 @@ $(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
 
 # libFuzzer targets: clang only, each parser compiled in with the sanitizers.
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11
-build-fuzz/%: tests/fuzz/%.c $(TOOL_SRC) $(wildcard src/common/*.c src/ctf/*.h src/read/*.h src/common/*.h)
+build-fuzz/%: tests/fuzz/%.c $(TOOL_SRC) $(wildcard src/common/*.c src/stackmap/*.c src/ctf/*.h src/read/*.h src/common/*.h src/stackmap/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(wildcard src/common/*.c) -lpthread
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(wildcard src/common/*.c) src/stackmap/stackmap.c -lpthread
 
 tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
 .PHONY: tests-build

@@ -189,6 +189,15 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && [ $have_tp = 1 ]; then
 	"$ROOT/bench/callgrind.sh" "$BUILD" | tee -a "$RES"
 fi
 
+# ---- stack map (src/stackmap; not wired into tracepoints yet) -------------------------
+echo "== stack map: ns per get_id" >&2
+if "${CC:-gcc}" -O2 -g -falign-loops=32 -std=gnu11 -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" \
+		-o "$OUT/bench_stackmap" "$ROOT/bench/bench_stackmap.c" "$ROOT/src/stackmap/stackmap.c" -lpthread; then
+	taskset -c 0 "$OUT/bench_stackmap" | tee "$OUT/stackmap.txt" >>"$RES"
+else
+	note "cannot build bench_stackmap"
+fi
+
 {
 	echo "info load_after $(busy_pct)% of all CPUs busy during 1 s after the run; top: $(top_procs)"
 	echo "info steal $(( $(steal_ms) - STEAL0 )) ms of CPU time taken by the hypervisor during the $((SECONDS - T0)) s run"
@@ -335,6 +344,11 @@ END {
 		       has("record_rate") ? sprintf("%.2f", v["record_rate"] / 1e6) : "n/a", f("record_lost", "%d")))
 	print ""
 }' "$RES" | tee "$OUT/table.txt"
+if [ -s "$OUT/stackmap.txt" ]; then
+	echo "Stack map, ns per stackmap_get_id (median of 5; target, not asserted: 16-frame hit <= 25 ns)"
+	awk '/^result stackmap_/ { sub(/^stackmap_/, "", $2); printf "  %-28s %8.1f\n", $2, $3 }' "$OUT/stackmap.txt"
+	echo
+fi
 echo "raw results: $RES; table: $OUT/table.txt"
 
 [ $have_tp = 1 ] || { note "the ringtrace benchmarks could not be built (see above)"; exit 1; }

@@ -5,7 +5,7 @@
 #   2. the public header compiled as C99/C11/C++ (tests/compile)
 #   3. unit tests (cmocka), stress tests, end-to-end tests
 #   4. unit, stress and end-to-end tests again under ASan+UBSan
-#   5. the concurrent ring-buffer stress test under TSan
+#   5. the concurrent stress tests (ring buffer, stack map) under TSan
 #   6. the fuzz targets for a few seconds each
 #
 # Prints "ok - ..." / "not ok - ..." per check and ends with the line
@@ -110,6 +110,7 @@ echo "# unit and stress tests"
 unit gcc build
 unit clang build-clang
 [ -x build/tests/stress_ringbuf ] && stress gcc build/tests/stress_ringbuf 200000
+[ -x build/tests/stress_stackmap ] && check "gcc stress stackmap" timeout 600 build/tests/stress_stackmap
 
 echo "# end-to-end"
 if [ -x tests/e2e/run.sh ]; then
@@ -120,14 +121,17 @@ echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
 	unit asan build-asan
 	[ -x build-asan/tests/stress_ringbuf ] && stress asan build-asan/tests/stress_ringbuf 50000
+	[ -x build-asan/tests/stress_stackmap ] && check "asan stress stackmap" timeout 600 build-asan/tests/stress_stackmap
 	if [ -x tests/e2e/run.sh ]; then
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
 	fi
 fi
 
 echo "# TSan"
-if check "tsan build" make -j"$JOBS" CC=clang SAN=thread WERROR=1 build-tsan/tests/stress_ringbuf; then
+if check "tsan build" make -j"$JOBS" CC=clang SAN=thread WERROR=1 build-tsan/tests/stress_ringbuf \
+	$( [ -f tests/stress/stress_stackmap.c ] && echo build-tsan/tests/stress_stackmap ); then
 	stress tsan build-tsan/tests/stress_ringbuf 30000
+	[ -x build-tsan/tests/stress_stackmap ] && check "tsan stress stackmap" timeout 600 build-tsan/tests/stress_stackmap
 fi
 
 echo "# fuzz smoke"
