@@ -15,26 +15,45 @@
 
 #include "common/clock.h"
 
-static int file_has(const char *path, const char *word, int whole_line)
+static int first_line_is(const char *path, const char *word)
 {
 	FILE *f = fopen(path, "re");
-	char line[4096];
-	int found = 0;
+	char line[256];
+	int yes = 0;
 	if (!f)
 		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (whole_line) {
-			line[strcspn(line, "\n")] = 0;
-			found = strcmp(line, word) == 0;
-		} else if (!strncmp(line, "flags", 5)) {
-			/* A flag is a whole word in the flags line. */
-			size_t n = strlen(word);
-			for (char *p = strstr(line, word); p && !found; p = strstr(p + 1, word))
-				found = p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0);
-		}
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		yes = strcmp(line, word) == 0;
 	}
 	fclose(f);
-	return found;
+	return yes;
+}
+
+/* Is every flag a whole word of the first "flags" line of /proc/cpuinfo?
+ * (One read for all of them.) */
+static int cpu_has_flags(const char *const *flags, size_t n)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[8192];
+	int all = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		all = 1;
+		for (size_t i = 0; i < n && all; i++) {
+			size_t len = strlen(flags[i]);
+			int found = 0;
+			for (char *p = strstr(line, flags[i]); p && !found; p = strstr(p + 1, flags[i]))
+				found = p > line && p[-1] == ' ' && (p[len] == ' ' || p[len] == '\n' || p[len] == 0);
+			all = found;
+		}
+		break;
+	}
+	fclose(f);
+	return all;
 }
 
 uint32_t clk_choose(void)
@@ -43,8 +62,9 @@ uint32_t clk_choose(void)
 	if (force && !strcmp(force, "monotonic"))
 		return RINGTRACE__CLOCK_MONOTONIC;
 #if defined(__x86_64__)
-	if (file_has("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc", 1) &&
-	    file_has("/proc/cpuinfo", "constant_tsc", 0) && file_has("/proc/cpuinfo", "nonstop_tsc", 0))
+	static const char *const tsc_flags[] = { "constant_tsc", "nonstop_tsc" };
+	if (first_line_is("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") &&
+	    cpu_has_flags(tsc_flags, 2))
 		return RINGTRACE__CLOCK_TSC;
 #endif
 	return RINGTRACE__CLOCK_MONOTONIC;

@@ -103,16 +103,6 @@ static int cmp_thread(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-static int hexdig(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *ret_n)
 {
@@ -144,8 +134,8 @@ int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *re
 			char c = *q;
 			if (c == '%') {
 				int h = -1;
-				if (end - q >= 3 && hexdig(q[1]) >= 0 && hexdig(q[2]) >= 0)
-					h = hexdig(q[1]) * 16 + hexdig(q[2]);
+				if (end - q >= 3 && rd_hexval(q[1]) >= 0 && rd_hexval(q[2]) >= 0)
+					h = rd_hexval(q[1]) * 16 + rd_hexval(q[2]);
 				if (h <= 0) {
 					ok = 0;
 					break;

@@ -165,7 +165,7 @@ static int is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
-static int hexval(int c)
+int rd_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -211,11 +211,11 @@ static int lex_string(struct parser *p, struct tok *t)
 		case '\\': case '"': case '\'': case '?': out[n++] = c; break;
 		case 'x':
 			v = 0;
-			if (s >= p->end || hexval(*s) < 0) {
+			if (s >= p->end || rd_hexval(*s) < 0) {
 					return fail(p, t->line, "bad \\x escape in string literal");
 			}
-			for (int k = 0; k < 2 && s < p->end && hexval(*s) >= 0; k++)
-				v = v * 16 + (unsigned)hexval(*s++);
+			for (int k = 0; k < 2 && s < p->end && rd_hexval(*s) >= 0; k++)
+				v = v * 16 + (unsigned)rd_hexval(*s++);
 			if (v == 0) {
 					return fail(p, t->line, "NUL byte in string literal");
 			}
@@ -253,13 +253,13 @@ static int lex_number(struct parser *p, struct tok *t)
 	if (*s == '0' && s + 1 < p->end && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
 		s += 2;
-		if (s >= p->end || hexval(*s) < 0)
+		if (s >= p->end || rd_hexval(*s) < 0)
 			return fail(p, t->line, "bad hexadecimal constant");
 	} else if (*s == '0') {
 		base = 8;
 	}
-	while (s < p->end && hexval(*s) >= 0 && (unsigned)hexval(*s) < base) {
-		unsigned d = (unsigned)hexval(*s++);
+	while (s < p->end && rd_hexval(*s) >= 0 && (unsigned)rd_hexval(*s) < base) {
+		unsigned d = (unsigned)rd_hexval(*s++);
 		if (v > (UINT64_MAX - d) / base)
 			return fail(p, t->line, "integer constant too large");
 		v = v * base + d;
@@ -585,7 +585,7 @@ static int parse_uuid(struct parser *p, const struct value *v, uint8_t out[16])
 			i++;
 			continue;
 		}
-		int h = hexval(s[i]), l = hexval(s[i + 1]);
+		int h = rd_hexval(s[i]), l = rd_hexval(s[i + 1]);
 		if (h < 0 || l < 0)
 			return fail(p, v->line, "bad uuid");
 		out[k++] = (uint8_t)(h * 16 + l);

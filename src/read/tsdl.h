@@ -135,6 +135,9 @@ struct rd_meta {
  * message with its line number in `err`), -E2BIG (too large), -ENOMEM.
  */
 int rd_meta_parse(const char *text, size_t len, struct rd_meta **ret, char *err, size_t errlen);
+
+/* The value of a hexadecimal digit, or -1. */
+int rd_hexval(int c);
 void rd_meta_free(struct rd_meta *m);
 
 /*
