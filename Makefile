@@ -47,6 +47,16 @@ LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c) src/stackmap
 # Everything else the command needs (exports print; the library never does).
 TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c
 CLI_SRC   := $(wildcard src/cli/*.c)
+# Libraries the shared library and the command link with (fragments add).
+LIB_LIBS  :=
+TOOL_LIBS :=
+# Debian packages the build needs; fragments add theirs.
+DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
+            babeltrace2
+
+# Subsystems with their own sources, libraries and packages (mk/*.mk)
+# append to LIB_SRC, TOOL_SRC, LIB_LIBS, TOOL_LIBS and DEB_PKGS here.
+include $(sort $(wildcard mk/*.mk))
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(O)/obj/%.o)
@@ -78,7 +88,7 @@ $(LIB_OBJ): CFLAGS += -fvisibility=hidden
 $(LIBSO): $(LIB_OBJ) src/lib/libringtrace.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS) -Wl,--version-script=src/lib/libringtrace.map \
-	    -Wl,-soname,libringtrace.so.0 $(LDLIBS)
+	    -Wl,-soname,libringtrace.so.0 $(LIB_LIBS) $(LDLIBS)
 	ln -sf libringtrace.so $(O)/lib/libringtrace.so.0
 
 $(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)
@@ -87,7 +97,7 @@ $(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)
 
 $(CLI): $(CLI_OBJ) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(CLI_OBJ) $(CORE_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) -o $@ $(CLI_OBJ) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 # Programs that use tracepoints link to the shared library, as users do.
 APP_LINK = -L$(O)/lib -Wl,-rpath,$(abspath $(O)/lib) -lringtrace $(LDLIBS)
@@ -106,15 +116,15 @@ $(O)/tests/e2e/%.so: tests/e2e/progs/%.c $(LIBSO) include/ringtrace/*.h
 
 $(O)/tests/test_%: tests/unit/test_%.c $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) -lcmocka $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) -lcmocka $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 $(O)/tests/%: tests/stress/%.c $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 $(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 # libFuzzer targets: clang only, each parser compiled in with the sanitizers.
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11
@@ -126,8 +136,6 @@ tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
 .PHONY: tests-build
 
 # --- set-up on a fresh Debian 12 machine ---------------------------------
-DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
-            babeltrace2
 deps:
 	@./scripts/deps.sh $(DEB_PKGS)
 
