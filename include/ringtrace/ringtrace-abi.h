@@ -47,7 +47,7 @@
 extern "C" {
 #endif
 
-#define RINGTRACE_ABI_VERSION 1
+#define RINGTRACE_ABI_VERSION 2
 
 #define RINGTRACE__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RINGTRACE__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -120,7 +120,9 @@ struct ringtrace__shm_header {
 	/* Futex word: the reader sets 1 before sleeping; a writer that closes a
 	 * sub-buffer and sees 1 clears it and wakes the reader. */
 	uint32_t reader_wait;
-	uint32_t pad1;
+	/* The one consumer of the region (claimed by CAS, 0 = none): the
+	 * recorder, or `ringtrace record -p` / `show` on a live program. */
+	uint32_t reader_pid;
 	/* Event selection: NUL-separated glob patterns, empty list = all. */
 	char patterns[2048];
 };
@@ -129,7 +131,10 @@ struct ringtrace__shm_header {
 struct ringtrace__rb_cpu {
 	uint64_t state;              /* pos | tid << 42; rseq cs or cmpxchg */
 	uint64_t last_ts;            /* a timestamp <= that of the last record */
-	uint64_t pad0[6];
+	/* Written by the consumer only (plain stores, read by `ringtrace stat`). */
+	uint64_t read_subbufs;       /* sub-buffers taken */
+	uint64_t read_events;        /* user events in them */
+	uint64_t pad0[4];
 	uint64_t lost_full;          /* atomic adds, slow path only */
 	uint64_t lost_overwrite;
 	uint64_t lost_too_big;
@@ -180,9 +185,17 @@ struct ringtrace__rb {
 /* Set by the library while tracing is on (release), read by every probe. */
 extern RINGTRACE__EXPORT struct ringtrace__rb *ringtrace__rb_current;
 
+/*
+ * `nest` counts the probes of this thread between their load of
+ * ringtrace__rb_current and the end of their commit (signal handlers nest).
+ * Only this thread writes it, with plain loads and stores (a signal handler
+ * that interrupts the update restores the value before it returns); the
+ * library reads it from another thread after membarrier() to know when no
+ * probe can still hold a region it is about to unmap (src/lib/rcu.c).
+ */
 struct ringtrace__tls {
 	uint32_t tid;                /* 0 until the thread's first event */
-	uint32_t pad;
+	uint32_t nest;
 };
 extern RINGTRACE__EXPORT __thread struct ringtrace__tls ringtrace__tls
 	__attribute__((tls_model("initial-exec")));
@@ -390,12 +403,25 @@ abort:
  * opening a sub-buffer, extended headers, retries after preemption, no
  * rseq) is the out-of-line slow path.
  */
+RINGTRACE__INLINE void ringtrace__nest_add(uint32_t v)
+{
+	__atomic_store_n(&ringtrace__tls.nest, __atomic_load_n(&ringtrace__tls.nest, __ATOMIC_RELAXED) + v,
+			 __ATOMIC_RELAXED);
+}
+
 RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 				     const struct ringtrace_event_desc *d, uint32_t payload)
 {
+	/* Announce the probe before loading the region: pairs with the
+	 * membarrier() after the library unpublishes a region (rcu.c). */
+	ringtrace__nest_add(1);
+	RINGTRACE__BARRIER();
 	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
-	if (RINGTRACE__UNLIKELY(!rb))
+	if (RINGTRACE__UNLIKELY(!rb)) {
+		RINGTRACE__BARRIER();
+		ringtrace__nest_add((uint32_t)-1);
 		return 0;
+	}
 	uint32_t id = d->id;
 	c->rb = rb;
 	c->id = id;
@@ -453,6 +479,10 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	slow.id = id;
 	int r = ringtrace__reserve_slow(&slow, d, payload);
 	*c = slow;
+	if (!r) {
+		RINGTRACE__BARRIER();
+		ringtrace__nest_add((uint32_t)-1);
+	}
 	return r;
 }
 
@@ -463,13 +493,18 @@ RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {
 		struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];
 		ringtrace__v2di inc = { (long long)c->len, 1 };
-		if (RINGTRACE__LIKELY(ringtrace__rseq_add16(&s->local_bytes, inc, (int32_t)c->cpu) == 0))
+		if (RINGTRACE__LIKELY(ringtrace__rseq_add16(&s->local_bytes, inc, (int32_t)c->cpu) == 0)) {
+			RINGTRACE__BARRIER();
+			ringtrace__nest_add((uint32_t)-1);
 			return;
+		}
 	}
 #endif
 	/* Migrated or preempted since the reservation (or no rseq): the
 	 * atomic remote counters are right from any CPU. */
 	ringtrace__commit_slow(c->rb, c->cpu, c->slot, c->len, 1);
+	RINGTRACE__BARRIER();
+	ringtrace__nest_add((uint32_t)-1);
 }
 
 #ifdef __cplusplus

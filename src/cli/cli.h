@@ -7,7 +7,28 @@
 #ifndef RINGTRACE_CLI_H
 #define RINGTRACE_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
 int cmd_record(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_enable(int argc, char **argv);
+int cmd_disable(int argc, char **argv);
+int cmd_on(int argc, char **argv);
+int cmd_off(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
+int cmd_buffer_size(int argc, char **argv);
+
+/* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *ret);
+/* A JSON string literal, escaped. */
+void cli_json_string(FILE *f, const char *s);
+/* "2.0 MiB" */
+const char *cli_bytes(uint64_t v, char *buf, size_t len);
 
 #endif

@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/sig.h"
 #include "ctf/metadata.h"
+#include "ctl/ctl_client.h"
 #include "ringbuf/rb.h"
 
 #define PFX "ringtrace record: "
@@ -61,6 +62,8 @@ struct rec {
 	char patterns[sizeof(((struct ringtrace__shm_header *)0)->patterns)];
 	size_t patterns_len;
 	char **argv;
+	const char *attach_spec;     /* -p PID|NAME */
+	const char *progname;        /* for the directory name and procname */
 
 	char *outdir;
 	int outdir_created;          /* we made it: remove it if we fail early */
@@ -82,7 +85,11 @@ struct rec {
 	struct rec_thread *threads;
 	size_t nthreads, cap_threads;
 
-	pid_t child;
+	pid_t child;                 /* the program (-p: the process attached to) */
+	struct ctl_handle ctl;       /* -p */
+	int turned_on;               /* -p: we switched tracing on */
+	int reader_claimed;
+	uint64_t lost0[4];           /* -p: loss counters when we attached */
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash;
 	uint32_t clock;
 	struct clk_sample c0;
@@ -109,7 +116,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ringtrace record [-o DIR] [--buffer-size SIZE] [--subbuffers N]\n"
 		"                        [--mode discard|overwrite] [-e PATTERN]... -- PROGRAM [ARGS...]\n"
+		"       ringtrace record -p PID|NAME [-o DIR]\n"
 		"\n"
+		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
+		"                     it exits, then detach (it runs on unaffected)\n"
 		"  -o DIR             output directory (default: ringtrace-PROGRAM-DATE-TIME)\n"
 		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M; K, M, G suffixes)\n"
 		"  --subbuffers N     sub-buffers per CPU, a power of two from 2 to 1024 (default 8)\n"
@@ -117,44 +127,6 @@ static void usage(FILE *f)
 		"                     overwrite: overwrite the oldest sub-buffers\n"
 		"  -e PATTERN         record only events whose provider:name matches the glob\n"
 		"                     (repeatable; default: all events)\n");
-}
-
-static int parse_size(const char *s, uint64_t *ret)
-{
-	char *end;
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL; /* strtoull would take a sign or blanks */
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	uint64_t mul = 1;
-	switch (toupper((unsigned char)*end)) {
-	case 0:
-		break;
-	case 'K':
-		mul = 1024;
-		end++;
-		break;
-	case 'M':
-		mul = 1024 * 1024;
-		end++;
-		break;
-	case 'G':
-		mul = 1024ull * 1024 * 1024;
-		end++;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*ret = v * mul;
-	return 0;
 }
 
 static int is_pow2(uint64_t v)
@@ -216,8 +188,10 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
 			r->outdir_opt = v;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			r->attach_spec = v;
 		} else if (!strcmp(a, "--buffer-size")) {
-			if (parse_size(v, &r->buf_size) < 0) {
+			if (cli_parse_size(v, &r->buf_size) < 0) {
 				fprintf(stderr, PFX "bad --buffer-size '%s' (a size such as 2M)\n", v);
 				return -1;
 			}
@@ -246,6 +220,18 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			return -1;
 		}
 	}
+	if (r->attach_spec) {
+		if (i < argc) {
+			fprintf(stderr, PFX "-p attaches to a running program: no PROGRAM may follow\n");
+			return -1;
+		}
+		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD ||
+		    r->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB || r->nsb != RB_DEFAULT_NSB) {
+			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
+			return -1;
+		}
+		return 0;
+	}
 	if (i >= argc) {
 		fprintf(stderr, PFX "no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])\n");
 		return -1;
@@ -257,6 +243,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		return -1;
 	}
 	r->argv = argv + i;
+	r->progname = r->argv[0];
 	return 0;
 }
 
@@ -297,8 +284,8 @@ static int make_outdir(struct rec *r)
 	struct tm tm;
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	const char *base = strrchr(r->argv[0], '/');
-	base = base ? base + 1 : r->argv[0];
+	const char *base = strrchr(r->progname, '/');
+	base = base ? base + 1 : r->progname;
 	for (int n = 1; n < 1000; n++) {
 		char *path;
 		int k = n == 1 ? asprintf(&path, "ringtrace-%s-%s", base, stamp)
@@ -446,30 +433,17 @@ static void read_registry(struct rec *r)
 	if (used > r->rb->reg_size)
 		used = r->rb->reg_size;
 	const char *base = (const char *)h + r->rb->reg_off;
-	while (r->reg_pos + 16 <= used) {
-		const char *p = base + r->reg_pos;
-		uint32_t w[4];
-		memcpy(w, p, sizeof(w));
-		if (w[0] < 16 || (w[0] & 7) || w[0] > used - r->reg_pos) {
-			fprintf(stderr, PFX "the program's event registry is damaged; later events are not described\n");
-			r->reg_pos = used;
-			return;
-		}
-		const char *strs[4] = { 0 };
-		size_t off = 16, ns = 0;
-		while (ns < 4 && off < w[0]) {
-			const char *s = p + off;
-			size_t len = strnlen(s, w[0] - off);
-			if (len == w[0] - off)
-				break;
-			strs[ns++] = s;
-			off += len + 1;
-		}
-		if (w[1] == 1 && ns == 4)
-			add_event(r, w[2], strs[0], strs[1], strs[2]);
-		else if (w[1] == 2 && ns >= 1)
-			fprintf(stderr, "%s\n", strs[0]);
-		r->reg_pos += w[0];
+	struct ctl_log_entry e;
+	int k;
+	while ((k = ctl_log_next(base, used, &r->reg_pos, &e)) > 0) {
+		if (e.kind == 1 && e.n == 4)
+			add_event(r, e.id, e.s[0], e.s[1], e.s[2]);
+		else if (e.kind == 2 && e.n >= 1)
+			fprintf(stderr, "%s\n", e.s[0]);
+	}
+	if (k < 0) {
+		fprintf(stderr, PFX "the program's event registry is damaged; later events are not described\n");
+		r->reg_pos = used;
 	}
 }
 
@@ -579,8 +553,8 @@ static int write_metadata(struct rec *r, int final)
 	}
 	char host[256] = "localhost";
 	gethostname(host, sizeof(host) - 1);
-	const char *procname = strrchr(r->argv[0], '/');
-	procname = procname ? procname + 1 : r->argv[0];
+	const char *procname = strrchr(r->progname, '/');
+	procname = procname ? procname + 1 : r->progname;
 	char *threads = thread_names(r);
 	struct ctf_env_kv env[] = {
 		{ "ringtrace_mode", r->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard", 0 },
@@ -594,6 +568,9 @@ static int write_metadata(struct rec *r, int final)
 		{ "ringtrace_lost_too_big", NULL, (int64_t)r->lost_too_big },
 		{ "ringtrace_lost_no_rseq", NULL, (int64_t)r->lost_nocpu },
 		{ "ringtrace_lost_crash", NULL, (int64_t)r->lost_crash },
+		/* Attached to a running program: packet numbers and discarded
+		 * counts do not start at 0, and that is no loss. */
+		{ "ringtrace_attached", NULL, r->attach_spec ? 1 : 0 },
 	};
 	struct ctf_trace_desc t = { 0 };
 	memcpy(t.uuid, r->uuid, 16);
@@ -725,7 +702,63 @@ static void cleanup(struct rec *r)
 	free(r->events);
 	free(r->threads);
 	free(r->outdir);
+	ctl_close(&r->ctl);
 }
+
+/* Write what is left, the metadata and the summary line. `salvage`: no
+ * writer can run any more (the program exited, or tracing is off for good):
+ * take the open sub-buffers too. */
+static void finish(struct rec *r, int salvage)
+{
+	read_registry(r);
+	consume(r, 0);
+	uint64_t end_ts = ringtrace__now(r->rb);
+	struct rb_packet pkt;
+	for (uint32_t c = 0; salvage && c < r->rb->ncpus; c++)
+		while (rb_reader_salvage(r->reader, c, payload_size, r, end_ts, &pkt) > 0)
+			write_packet(r, &pkt);
+
+	if (!r->rb->hdr->attached_pid)
+		fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r->progname);
+	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
+		struct ringtrace__rb_cpu *ctl = r->rb->cpu[c].ctl;
+		r->lost_full += ctl->lost_full;
+		r->lost_overwrite += ctl->lost_overwrite;
+		r->lost_too_big += ctl->lost_too_big;
+		r->lost_nocpu += ctl->lost_nocpu;
+	}
+	/* Attached to a live program: only what was lost while we recorded. */
+	r->lost_full -= r->lost0[0];
+	r->lost_overwrite -= r->lost0[1];
+	r->lost_too_big -= r->lost0[2];
+	r->lost_nocpu -= r->lost0[3];
+	struct rb_reader_stats st;
+	rb_reader_stats(r->reader, &st);
+	/* Committed but unreadable: cut off after a record its writer never
+	 * finished, or in a sub-buffer whose header never got written. */
+	r->lost_crash = st.crash_lost + st.corrupt_events;
+	int meta_ok = write_metadata(r, 1) == 0;
+
+	char extra[160] = "";
+	if (r->lost_nocpu)
+		snprintf(extra, sizeof(extra), ", %llu from threads without rseq",
+			 (unsigned long long)r->lost_nocpu);
+	if (r->lost_crash)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 ", %llu committed but cut off by the crash", (unsigned long long)r->lost_crash);
+	fprintf(stderr,
+		PFX "%llu events recorded, %llu lost (%llu buffer full, %llu overwritten, %llu too big%s), %llu bytes written to %s%s\n",
+		(unsigned long long)st.events,
+		(unsigned long long)(r->lost_full + r->lost_overwrite + r->lost_too_big + r->lost_nocpu + r->lost_crash),
+		(unsigned long long)r->lost_full, (unsigned long long)r->lost_overwrite,
+		(unsigned long long)r->lost_too_big, extra, (unsigned long long)r->bytes, r->outdir,
+		(meta_ok && !r->write_failed) ? "" : " (INCOMPLETE)");
+	if (r->rb->hdr->reg_dropped)
+		fprintf(stderr, PFX "%u event descriptions did not fit in the registry\n", r->rb->hdr->reg_dropped);
+
+}
+
+static int record_attach(struct rec *r);
 
 int cmd_record(int argc, char **argv)
 {
@@ -735,6 +768,8 @@ int cmd_record(int argc, char **argv)
 
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
+	if (r.attach_spec)
+		return record_attach(&r);
 
 	struct rb_params p = { 0 };
 	p.ncpus = rb_possible_cpus();
@@ -826,47 +861,7 @@ int cmd_record(int argc, char **argv)
 	}
 	child_pid_for_signal = 0;
 
-	/* No writer is left: take everything, open sub-buffers included. */
-	read_registry(&r);
-	consume(&r, 0);
-	uint64_t end_ts = ringtrace__now(r.rb);
-	struct rb_packet pkt;
-	for (uint32_t c = 0; c < r.rb->ncpus; c++)
-		while (rb_reader_salvage(r.reader, c, payload_size, &r, end_ts, &pkt) > 0)
-			write_packet(&r, &pkt);
-
-	if (!r.rb->hdr->attached_pid)
-		fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r.argv[0]);
-	for (uint32_t c = 0; c < r.rb->ncpus; c++) {
-		struct ringtrace__rb_cpu *ctl = r.rb->cpu[c].ctl;
-		r.lost_full += ctl->lost_full;
-		r.lost_overwrite += ctl->lost_overwrite;
-		r.lost_too_big += ctl->lost_too_big;
-		r.lost_nocpu += ctl->lost_nocpu;
-	}
-	struct rb_reader_stats st;
-	rb_reader_stats(r.reader, &st);
-	/* Committed but unreadable: cut off after a record its writer never
-	 * finished, or in a sub-buffer whose header never got written. */
-	r.lost_crash = st.crash_lost + st.corrupt_events;
-	int meta_ok = write_metadata(&r, 1) == 0;
-
-	char extra[160] = "";
-	if (r.lost_nocpu)
-		snprintf(extra, sizeof(extra), ", %llu from threads without rseq",
-			 (unsigned long long)r.lost_nocpu);
-	if (r.lost_crash)
-		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
-			 ", %llu committed but cut off by the crash", (unsigned long long)r.lost_crash);
-	fprintf(stderr,
-		PFX "%llu events recorded, %llu lost (%llu buffer full, %llu overwritten, %llu too big%s), %llu bytes written to %s%s\n",
-		(unsigned long long)st.events,
-		(unsigned long long)(r.lost_full + r.lost_overwrite + r.lost_too_big + r.lost_nocpu + r.lost_crash),
-		(unsigned long long)r.lost_full, (unsigned long long)r.lost_overwrite,
-		(unsigned long long)r.lost_too_big, extra, (unsigned long long)r.bytes, r.outdir,
-		(meta_ok && !r.write_failed) ? "" : " (INCOMPLETE)");
-	if (r.rb->hdr->reg_dropped)
-		fprintf(stderr, PFX "%u event descriptions did not fit in the registry\n", r.rb->hdr->reg_dropped);
+	finish(&r, 1);
 
 	if (WIFEXITED(wstatus))
 		status = WEXITSTATUS(wstatus);
@@ -879,5 +874,140 @@ fail_dir:
 	if (r.outdir && r.outdir_created && dir_is_empty(r.outdir))
 		rmdir(r.outdir);
 	cleanup(&r);
+	return status;
+}
+
+/* ---- record -p: attach to a running program ------------------------------- */
+
+static int attached_process_alive(const struct rec *r)
+{
+	if (kill(r->child, 0) < 0 && errno == ESRCH)
+		return 0;
+	return !ctl_is_stale(r->ctl.b);
+}
+
+static void release_reader(struct rec *r)
+{
+	if (!r->reader_claimed)
+		return;
+	ctl_ring_release_reader(r->rb);
+	r->reader_claimed = 0;
+}
+
+static int record_attach(struct rec *r)
+{
+	char err[512], msg[CTL_MSG];
+	pid_t pid;
+	if (ctl_resolve(r->attach_spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &r->ctl, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "%s\n", err);
+		return 1;
+	}
+	r->child = pid;
+	char comm[sizeof(r->ctl.b->comm) + 1];
+	memcpy(comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
+	comm[sizeof(r->ctl.b->comm)] = 0;
+	r->progname = comm;
+	int status = 1;
+
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	if (!__atomic_load_n(&r->ctl.b->tracing, __ATOMIC_ACQUIRE)) {
+		int k = ctl_request(&r->ctl, CTL_OP_ON, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0) {
+			fprintf(stderr, PFX "cannot switch tracing on in process %d: %s\n", (int)pid,
+				*msg ? msg : strerror(-k));
+			cleanup(r);
+			return 1;
+		}
+		r->turned_on = 1;
+	}
+	struct ctl_ring ring;
+	if (ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "process %d: %s\n", (int)pid, err);
+		goto undo;
+	}
+	r->mem = ring.mem;
+	r->mem_size = ring.size;
+	r->rb = ring.rb;
+	if (ctl_ring_claim_reader(r->rb, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "process %d: %s\n", (int)pid, err);
+		goto undo;
+	}
+	r->reader_claimed = 1;
+	int k = rb_reader_new(r->rb, &r->reader);
+	if (k < 0) {
+		fprintf(stderr, PFX "%s\n", strerror(-k));
+		goto undo;
+	}
+	rb_reader_seek_oldest(r->reader);
+	r->mode = r->rb->mode;
+	r->nsb = 1u << r->rb->nsb_shift;
+	r->clock = r->rb->hdr->clock;
+	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
+	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
+		struct ringtrace__rb_cpu *cc = r->rb->cpu[c].ctl;
+		r->lost0[0] += cc->lost_full;
+		r->lost0[1] += cc->lost_overwrite;
+		r->lost0[2] += cc->lost_too_big;
+		r->lost0[3] += cc->lost_nocpu;
+	}
+	r->fds = malloc(r->rb->ncpus * sizeof(int));
+	if (!r->fds || make_outdir(r) < 0)
+		goto undo;
+	for (uint32_t c = 0; c < r->rb->ncpus; c++)
+		r->fds[c] = -1;
+	clk_sample(r->clock, &r->c0);
+	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", comm, (int)pid,
+		r->outdir);
+
+	uint64_t last_scan = 0, last_meta = 0;
+	int exited = 0;
+	while (!got_term) {
+		read_registry(r);
+		unsigned got = consume(r, r->nsb);
+		uint64_t now = mono_ms();
+		if (now - last_scan >= 50) {
+			scan_threads(r);
+			last_scan = now;
+		}
+		if (r->reg_changed && now - last_meta >= 1000) {
+			write_metadata(r, 0);
+			last_meta = now;
+		}
+		if (!attached_process_alive(r)) {
+			exited = 1;
+			break;
+		}
+		if (got == 0)
+			rb_reader_wait(r->reader, 100);
+	}
+	if (!exited) {
+		/* Close the open sub-buffers so that we take them whole: tracing
+		 * pauses for a grace period (and stays off if we turned it on). */
+		k = ctl_request(&r->ctl, CTL_OP_FLUSH, r->turned_on, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0 && attached_process_alive(r))
+			fprintf(stderr, PFX "cannot flush the buffers of process %d: %s\n", (int)pid, msg);
+		if (!attached_process_alive(r))
+			exited = 1;
+	}
+	finish(r, exited);
+	status = 0;
+	if (exited)
+		fprintf(stderr, PFX "process %d exited\n", (int)pid);
+undo:
+	release_reader(r);
+	if (r->turned_on && attached_process_alive(r)) {
+		/* Leave the program as we found it: off, without buffers. */
+		k = ctl_request(&r->ctl, CTL_OP_OFF, 1, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0)
+			fprintf(stderr, PFX "cannot switch tracing off in process %d: %s\n", (int)pid, msg);
+	}
+	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
+		rmdir(r->outdir);
+	cleanup(r);
 	return status;
 }

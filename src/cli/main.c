@@ -13,13 +13,23 @@ static const struct {
 } cmds[] = {
 	{ "record", cmd_record, "run a program with tracing on and write a CTF trace" },
 	{ "dump", cmd_dump, "print the events of a trace, sorted by time" },
+	{ "ps", cmd_ps, "list running programs that can be traced" },
+	{ "list", cmd_list, "list a running program's events" },
+	{ "enable", cmd_enable, "enable events of a running program (globs)" },
+	{ "disable", cmd_disable, "disable events of a running program (globs)" },
+	{ "on", cmd_on, "switch tracing on in a running program" },
+	{ "off", cmd_off, "switch tracing off in a running program" },
+	{ "stat", cmd_stat, "buffer statistics of a running program" },
+	{ "reset", cmd_reset, "empty a running program's buffers" },
+	{ "buffer-size", cmd_buffer_size, "resize a running program's buffers (tracing off)" },
+	{ "show", cmd_show, "print a running program's events as they come" },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ringtrace COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n'ringtrace COMMAND --help' describes each command.\n");
 }
 

@@ -1,52 +1,31 @@
 /*
- * init.c - libringtrace start-up: attach to the recorder's region.
+ * init.c - libringtrace start-up.
  *
- * `ringtrace record` starts the program with RINGTRACE_SHM naming its
- * region: a path, or "fd:N" for an inherited descriptor. The library's constructor (which runs before those of the objects
- * that use it) maps and validates it, chooses rseq or the atomic fallback,
- * publishes the registry and turns the selected events on. Without the
- * variable nothing happens: every tracepoint stays one load and a branch.
+ * Every program publishes its control block and starts its control thread
+ * (agent.c), so that `ringtrace` can switch tracing on later. When started
+ * by `ringtrace record`, RINGTRACE_SHM names the recorder's region (a path,
+ * or "fd:N" for an inherited descriptor): the constructor (which runs
+ * before those of the objects that use the library) maps and validates it
+ * and tracing starts at once. Otherwise every tracepoint stays one load and
+ * a branch until somebody turns it on.
  *
  * The variable is removed from the environment so that programs this one
  * executes are not attached to the same buffers; a forked child turns
- * tracing off in itself (its parent owns the session).
+ * tracing off in itself (its parent owns the session) and publishes its
+ * own control block.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lib/agent.h"
+#include "lib/rcu.h"
 #include "lib/registry.h"
 #include "ringbuf/rb.h"
-
-static void *region;
-static uint64_t region_size;
-
-static int rseq_usable(const struct ringtrace__rb *rb)
-{
-#if RINGTRACE__RSEQ
-	const char *no = getenv("RINGTRACE_NO_RSEQ");
-	if (no && *no && strcmp(no, "0") != 0)
-		return 0;
-	/* The critical sections read the clock with rdtsc, and commit with
-	 * one 16-byte store, which x86 makes atomic only on AVX processors
-	 * (a reader could otherwise see the byte count before the event
-	 * count). */
-	if (!rb->clock_tsc || __rseq_size < 20)
-		return 0;
-	/* We run from a constructor, possibly before libgcc's own: its CPU
-	 * model must be filled in first or every feature reads as absent. */
-	__builtin_cpu_init();
-	if (!__builtin_cpu_supports("avx"))
-		return 0;
-	return ringtrace__rseq_cpu() >= 0;
-#else
-	(void)rb;
-	return 0;
-#endif
-}
 
 static void atfork_prepare(void)
 {
@@ -61,19 +40,25 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ringtrace__tls.tid = 0;
+	ringtrace__tls.nest = 0;
+	rcu_after_fork_child();
 	reg_detach_after_fork();
 	reg_unlock();
+	agent_after_fork_child();
 }
 
-__attribute__((constructor(101))) static void ringtrace_init(void)
+/* The recorder's region, or NULL. */
+static struct ringtrace__rb *attach_recorder(void **ret_mem, uint64_t *ret_size, int *ret_fd)
 {
 	const char *env = getenv("RINGTRACE_SHM");
 	if (!env || !*env)
-		return;
+		return NULL;
 	char *path = strdup(env);
 	unsetenv("RINGTRACE_SHM");
 	if (!path)
-		return;
+		return NULL;
+	void *region = NULL;
+	uint64_t region_size = 0;
 	struct ringtrace__rb *rb = NULL;
 	int r;
 	if (!strncmp(path, "fd:", 3)) {
@@ -85,22 +70,25 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 			r = -EINVAL;
 		} else {
 			r = rb_shm_map_fd((int)fd, &region, &region_size);
-			close((int)fd);
+			/* Kept (close-on-exec): `ringtrace stat` maps it too. */
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+			*ret_fd = (int)fd;
 		}
 	} else {
 		r = rb_shm_map(path, &region, &region_size);
 	}
 	if (r == 0) {
 		r = rb_view_open(region, region_size, &rb);
-		if (r < 0) {
+		if (r < 0)
 			munmap(region, region_size);
-			region = NULL;
-		}
 	}
 	if (r < 0) {
+		if (*ret_fd >= 0)
+			close(*ret_fd);
+		*ret_fd = -1;
 		reg_message("ringtrace: cannot attach to '%s': %s; tracing stays off", path, strerror(-r));
 		free(path);
-		return;
+		return NULL;
 	}
 	free(path);
 	/* One process per region: a program run through an uninstrumented
@@ -111,11 +99,30 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		munmap(region, region_size);
 		rb_view_free(rb);
-		region = NULL;
-		return;
+		if (*ret_fd >= 0)
+			close(*ret_fd);
+		*ret_fd = -1;
+		return NULL;
 	}
-	rb->use_rseq = rseq_usable(rb);
+	rb->use_rseq = agent_rseq_usable(rb);
 	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
+	*ret_mem = region;
+	*ret_size = region_size;
+	return rb;
+}
+
+__attribute__((constructor(101))) static void ringtrace_init(void)
+{
+	rcu_init();
+	void *mem = NULL;
+	uint64_t size = 0;
+	int fd = -1;
+	struct ringtrace__rb *rb = attach_recorder(&mem, &size, &fd);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	reg_attach(rb);
+	agent_start(rb, mem, size, fd);
+}
+
+__attribute__((destructor(101))) static void ringtrace_fini(void)
+{
+	agent_stop();
 }

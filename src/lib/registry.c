@@ -13,9 +13,17 @@
  * Ids are never reused within a process: an event whose object was unloaded
  * keeps its id, so records already in the buffers still decode.
  *
- * Runs at load/unload time and at attach, under one mutex; the tracepoint
- * fast path never comes here. Entries are also appended to the region's
- * registry log, which the recorder turns into CTF metadata.
+ * Runs at load/unload time, at attach and for control commands, under one
+ * mutex; the tracepoint fast path never comes here. Entries are appended
+ * to the registry log of the control block (what `ringtrace list` reads)
+ * and of the attached ring region (what the recorder turns into CTF
+ * metadata).
+ *
+ * Which events write: a descriptor is enabled when tracing is on, a region
+ * is attached, and the event is selected. Selection starts as "all" and is
+ * changed by rules (`ringtrace enable/disable PATTERN`, or the recorder's
+ * -e patterns), applied in order, so events registered later (dlopen) get
+ * the same answer as those already there.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +37,7 @@
 #include <ringtrace/ringtrace-abi.h>
 #include <ringtrace/ringtrace-api.h>
 
+#include "ctl/ctl.h"
 #include "lib/registry.h"
 #include "ringbuf/rb.h"
 
@@ -54,6 +63,19 @@ static struct reg_event *buckets[NBUCKET];
 static struct reg_section *sections;
 static uint32_t next_id = RINGTRACE__ID_FIRST_USER;
 static struct ringtrace__rb *attached;
+static int tracing_on;
+static struct ctl_block *ctl;
+
+/* Selection rules, oldest first; a rule for a pattern replaces an older
+ * one for the same pattern, so toggling never grows the list. */
+#define RULES_MAX 256
+struct rule {
+	char *pat;
+	int on;
+};
+static struct rule rules[RULES_MAX];
+static unsigned nrules;
+static int default_on = 1;
 
 /* Messages produced before the recorder is attached. */
 #define PENDING_MAX 16
@@ -88,21 +110,21 @@ static unsigned hash2(const char *a, const char *b)
 	return h % NBUCKET;
 }
 
-/* Append one entry to the region's registry log (lock held). */
-static void log_append(uint32_t kind, uint32_t id, const char *const *strs, int nstr)
+/* Append one entry to a registry log (lock held). Offsets as validated
+ * when the log was attached; only this process appends. */
+static void log_append_to(char *log, uint64_t size, uint64_t *usedp, uint32_t *dropped, uint32_t kind,
+			  uint32_t id, const char *const *strs, int nstr)
 {
-	struct ringtrace__shm_header *h = attached->hdr;
 	size_t len = 16;
 	for (int i = 0; i < nstr; i++)
 		len += strlen(strs[i]) + 1;
 	len = (len + 7) & ~(size_t)7;
-	/* Offsets as validated at attach; only this process appends. */
-	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_RELAXED);
-	if (used > attached->reg_size || len > attached->reg_size - used) {
-		__atomic_fetch_add(&h->reg_dropped, 1, __ATOMIC_RELAXED);
+	uint64_t used = __atomic_load_n(usedp, __ATOMIC_RELAXED);
+	if (used > size || len > size - used) {
+		__atomic_fetch_add(dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	char *p = (char *)h + attached->reg_off + used;
+	char *p = log + used;
 	uint32_t w[4] = { (uint32_t)len, kind, id, 0 };
 	memset(p, 0, len);
 	memcpy(p, w, sizeof(w));
@@ -112,14 +134,40 @@ static void log_append(uint32_t kind, uint32_t id, const char *const *strs, int 
 		memcpy(p + off, strs[i], n);
 		off += n;
 	}
-	/* Pairs with the recorder's acquire load: the entry is complete. */
-	__atomic_store_n(&h->reg_used, used + len, __ATOMIC_RELEASE);
+	/* Pairs with the reader's acquire load: the entry is complete. */
+	__atomic_store_n(usedp, used + len, __ATOMIC_RELEASE);
 }
 
-static void log_event(const struct reg_event *e)
+static void log_ring(uint32_t kind, uint32_t id, const char *const *strs, int nstr)
+{
+	struct ringtrace__shm_header *h = attached->hdr;
+	log_append_to((char *)h + attached->reg_off, attached->reg_size, &h->reg_used, &h->reg_dropped, kind,
+		      id, strs, nstr);
+}
+
+static void log_ctl(uint32_t kind, uint32_t id, const char *const *strs, int nstr)
+{
+	log_append_to((char *)ctl + CTL_REG_OFF, CTL_REG_SIZE, &ctl->reg_used, &ctl->reg_dropped, kind, id,
+		      strs, nstr);
+}
+
+static void ctl_mark(const struct reg_event *e)
+{
+	if (ctl && e->id < CTL_MAX_IDS)
+		__atomic_store_n((uint8_t *)ctl + CTL_EN_OFF + e->id,
+				 e->selected ? CTL_EV_ENABLED : CTL_EV_DISABLED, __ATOMIC_RELEASE);
+}
+
+static void log_event(const struct reg_event *e, int to_ring, int to_ctl)
 {
 	const char *s[4] = { e->provider, e->name, e->signature, e->origin };
-	log_append(1, e->id, s, 4);
+	if (to_ring && attached)
+		log_ring(1, e->id, s, 4);
+	if (to_ctl && ctl) {
+		log_ctl(1, e->id, s, 4);
+		__atomic_store_n(&ctl->nevents, ctl->nevents + 1, __ATOMIC_RELAXED);
+		ctl_mark(e);
+	}
 }
 
 static void emit_message(char *msg)
@@ -127,9 +175,11 @@ static void emit_message(char *msg)
 	ringtrace_log_fn fn = __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE);
 	if (fn)
 		fn(RINGTRACE_LOG_WARN, msg);
+	const char *s[1] = { msg };
+	if (ctl)
+		log_ctl(2, 0, s, 1);
 	if (attached) {
-		const char *s[1] = { msg };
-		log_append(2, 0, s, 1);
+		log_ring(2, 0, s, 1);
 		free(msg);
 	} else if (npending < PENDING_MAX) {
 		pending[npending++] = msg;
@@ -151,26 +201,43 @@ void reg_message(const char *fmt, ...)
 
 static int selected(const char *provider, const char *name)
 {
-	const char *pat = attached->hdr->patterns;
-	const char *end = pat + sizeof(attached->hdr->patterns);
 	char full[512];
-	if (!*pat)
-		return 1;
 	snprintf(full, sizeof(full), "%s:%s", provider, name);
-	while (pat < end && *pat) {
-		size_t n = strnlen(pat, (size_t)(end - pat));
-		if (n == (size_t)(end - pat))
-			break;
-		if (fnmatch(pat, full, 0) == 0)
-			return 1;
-		pat += n + 1;
+	int on = default_on;
+	for (unsigned i = 0; i < nrules; i++)
+		if (fnmatch(rules[i].pat, full, 0) == 0)
+			on = rules[i].on;
+	return on;
+}
+
+static void add_rule(const char *pat, int on)
+{
+	for (unsigned i = 0; i < nrules; i++) {
+		if (!strcmp(rules[i].pat, pat)) {
+			char *p = rules[i].pat;
+			memmove(&rules[i], &rules[i + 1], (nrules - i - 1) * sizeof(rules[0]));
+			rules[nrules - 1].pat = p;
+			rules[nrules - 1].on = on;
+			return;
+		}
 	}
-	return 0;
+	char *p = strdup(pat);
+	if (!p)
+		return;
+	if (nrules == RULES_MAX) {
+		/* The oldest rule matters least: drop it. */
+		free(rules[0].pat);
+		memmove(&rules[0], &rules[1], (RULES_MAX - 1) * sizeof(rules[0]));
+		nrules--;
+	}
+	rules[nrules].pat = p;
+	rules[nrules].on = on;
+	nrules++;
 }
 
 static void set_enabled(struct reg_event *e)
 {
-	int on = attached && e->selected;
+	int on = tracing_on && attached && e->selected;
 	for (size_t i = 0; i < e->ndesc; i++)
 		__atomic_store_n(&e->descs[i]->enabled, on, __ATOMIC_RELEASE);
 }
@@ -228,10 +295,8 @@ static void register_desc(struct ringtrace_event_desc *d)
 		e->id = next_id++;
 		e->next = buckets[b];
 		buckets[b] = e;
-		if (attached) {
-			e->selected = selected(e->provider, e->name);
-			log_event(e);
-		}
+		e->selected = selected(e->provider, e->name);
+		log_event(e, 1, 1);
 	}
 	if (e->ndesc == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 4;
@@ -243,7 +308,7 @@ static void register_desc(struct ringtrace_event_desc *d)
 	}
 	e->descs[e->ndesc++] = d;
 	d->id = e->id;
-	__atomic_store_n(&d->enabled, attached && e->selected, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->enabled, tracing_on && attached && e->selected, __ATOMIC_RELEASE);
 }
 
 static void unregister_desc(struct ringtrace_event_desc *d)
@@ -309,34 +374,122 @@ void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
 	pthread_mutex_unlock(&lock);
 }
 
+/* Every event in id order, so that logs list events as they were assigned. */
+static void log_all(int to_ring, int to_ctl)
+{
+	for (uint32_t id = RINGTRACE__ID_FIRST_USER; id < next_id; id++)
+		for (unsigned b = 0; b < NBUCKET; b++)
+			for (struct reg_event *e = buckets[b]; e; e = e->next)
+				if (e->id == id)
+					log_event(e, to_ring, to_ctl);
+}
+
+static void enable_all(void)
+{
+	for (unsigned b = 0; b < NBUCKET; b++)
+		for (struct reg_event *e = buckets[b]; e; e = e->next)
+			set_enabled(e);
+}
+
+static void reselect_all(void)
+{
+	for (unsigned b = 0; b < NBUCKET; b++)
+		for (struct reg_event *e = buckets[b]; e; e = e->next) {
+			e->selected = selected(e->provider, e->name);
+			ctl_mark(e);
+			set_enabled(e);
+		}
+}
+
+void reg_set_ctl(struct ctl_block *c)
+{
+	pthread_mutex_lock(&lock);
+	ctl = c;
+	log_all(0, 1);
+	/* Messages are kept for the recorder until it attaches: copy them. */
+	for (unsigned i = 0; i < npending; i++) {
+		const char *s[1] = { pending[i] };
+		log_ctl(2, 0, s, 1);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void reg_select_patterns(const char *pat, size_t size)
+{
+	pthread_mutex_lock(&lock);
+	const char *end = pat + size;
+	if (*pat) {
+		default_on = 0;
+		while (pat < end && *pat) {
+			size_t n = strnlen(pat, (size_t)(end - pat));
+			if (n == (size_t)(end - pat))
+				break;
+			add_rule(pat, 1);
+			pat += n + 1;
+		}
+	}
+	reselect_all();
+	pthread_mutex_unlock(&lock);
+}
+
+int reg_rule(const char *pat, int on)
+{
+	int matched = 0;
+	char full[512];
+	pthread_mutex_lock(&lock);
+	add_rule(pat, on);
+	for (unsigned b = 0; b < NBUCKET; b++)
+		for (struct reg_event *e = buckets[b]; e; e = e->next) {
+			snprintf(full, sizeof(full), "%s:%s", e->provider, e->name);
+			if (fnmatch(pat, full, 0) == 0)
+				matched++;
+		}
+	reselect_all();
+	pthread_mutex_unlock(&lock);
+	return matched;
+}
+
 void reg_attach(struct ringtrace__rb *rb)
 {
 	pthread_mutex_lock(&lock);
 	attached = rb;
-	const char *thr[4] = { "ringtrace", "thread", "u32 tid", "ringtrace" };
-	log_append(1, RINGTRACE__ID_THREAD, thr, 4);
-	const char *name[4] = { "ringtrace", "thread_name", "u32 tid;string comm", "ringtrace" };
-	log_append(1, RINGTRACE__ID_THREAD_NAME, name, 4);
-	/* In id order, so the metadata lists events as they were assigned. */
-	for (uint32_t id = RINGTRACE__ID_FIRST_USER; id < next_id; id++)
-		for (unsigned b = 0; b < NBUCKET; b++)
-			for (struct reg_event *e = buckets[b]; e; e = e->next)
-				if (e->id == id) {
-					e->selected = selected(e->provider, e->name);
-					log_event(e);
-				}
-	for (unsigned i = 0; i < npending; i++) {
-		const char *s[1] = { pending[i] };
-		log_append(2, 0, s, 1);
-		free(pending[i]);
+	if (rb && __atomic_load_n(&rb->hdr->reg_used, __ATOMIC_ACQUIRE) == 0) {
+		/* A new region: its log starts with the internal records. */
+		const char *thr[4] = { "ringtrace", "thread", "u32 tid", "ringtrace" };
+		log_ring(1, RINGTRACE__ID_THREAD, thr, 4);
+		const char *name[4] = { "ringtrace", "thread_name", "u32 tid;string comm", "ringtrace" };
+		log_ring(1, RINGTRACE__ID_THREAD_NAME, name, 4);
+		log_all(1, 0);
+		for (unsigned i = 0; i < npending; i++) {
+			const char *s[1] = { pending[i] };
+			log_ring(2, 0, s, 1);
+		}
 	}
+	for (unsigned i = 0; i < npending; i++)
+		free(pending[i]);
 	npending = 0;
-	/* Release pairs with the acquire load in ringtrace__reserve(): a
-	 * probe that sees the region sees it initialised. */
-	__atomic_store_n(&ringtrace__rb_current, rb, __ATOMIC_RELEASE);
-	for (unsigned b = 0; b < NBUCKET; b++)
-		for (struct reg_event *e = buckets[b]; e; e = e->next)
-			set_enabled(e);
+	if (!rb) {
+		tracing_on = 0;
+		__atomic_store_n(&ringtrace__rb_current, NULL, __ATOMIC_RELEASE);
+		enable_all();
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void reg_tracing(int on)
+{
+	pthread_mutex_lock(&lock);
+	tracing_on = on && attached;
+	if (tracing_on) {
+		/* Release pairs with the acquire load in ringtrace__reserve(): a
+		 * probe that sees the region sees it initialised. The region
+		 * first, then the descriptors. */
+		__atomic_store_n(&ringtrace__rb_current, attached, __ATOMIC_RELEASE);
+		enable_all();
+	} else {
+		enable_all();
+		__atomic_store_n(&ringtrace__rb_current, NULL, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -346,7 +499,7 @@ void reg_detach_after_fork(void)
 	 * prepare handler): walk without locking. */
 	__atomic_store_n(&ringtrace__rb_current, NULL, __ATOMIC_RELEASE);
 	attached = NULL;
-	for (unsigned b = 0; b < NBUCKET; b++)
-		for (struct reg_event *e = buckets[b]; e; e = e->next)
-			set_enabled(e);
+	tracing_on = 0;
+	ctl = NULL;
+	enable_all();
 }

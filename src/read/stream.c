@@ -93,6 +93,8 @@ void rd_stream_init(struct rd_stream *s, const struct rd_meta *m, unsigned index
 	rd_vpool_init(&s->pkt_pool, RD_HDR_VALUES);
 	rd_vpool_init(&s->hdr_pool, RD_HDR_VALUES);
 	s->dec.trace_be = m->big_endian;
+	const struct rd_env *att = rd_meta_env(m, "ringtrace_attached");
+	s->attached = att && !att->str && att->num == 1;
 	s->dec.on_int = on_int;
 	s->dec.ctx = s;
 	s->cpu = index;
@@ -314,7 +316,10 @@ static int open_packet(struct rd_stream *s)
 	 * packet_seq_num means whole packets are missing. */
 	uint64_t end_ts = s->has_end ? s->end : s->begin;
 	s->n_losses = s->loss_next = 0;
-	if (s->npackets == 0) {
+	if (s->npackets == 0 && s->attached) {
+		/* Recorded from a running program (record -p): what happened
+		 * before the recording began is not a loss of this trace. */
+	} else if (s->npackets == 0) {
 		if (s->has_seq && s->seq > 0) {
 			queue_loss(s, RD_LOSS_PACKETS, s->seq, 0, 0, s->begin);
 			s->tid = 0;

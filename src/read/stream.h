@@ -55,6 +55,7 @@ struct rd_stream {
 	uint64_t pos;                /* bit offset of the next event in the packet */
 	int in_packet;
 	unsigned long npackets;
+	int attached;                /* env ringtrace_attached = 1 */
 
 	struct rd_decoder dec;
 	struct rd_vpool pkt_pool;    /* packet header and context */

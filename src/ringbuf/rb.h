@@ -69,6 +69,10 @@ uint32_t rb_possible_cpus(void);
  * show in a trace as a gap in packet_seq_num, as in LTTng. */
 uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl);
 
+/* Close every open sub-buffer so that a reader can take it. Only when no
+ * writer can run (tracing off, grace period passed). */
+void rb_flush_quiescent(struct ringtrace__rb *rb);
+
 /* ---- consumer ----------------------------------------------------------- */
 
 struct rb_reader;
@@ -88,6 +92,9 @@ struct rb_packet {
 };
 
 int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret);
+/* A reader of a region that was written (and maybe read) before: start at
+ * the oldest sub-buffer of each CPU that nobody has taken yet. */
+void rb_reader_seek_oldest(struct rb_reader *r);
 void rb_reader_free(struct rb_reader *r);
 
 /*

@@ -51,6 +51,30 @@ int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
 	return 0;
 }
 
+void rb_reader_seek_oldest(struct rb_reader *r)
+{
+	struct ringtrace__rb *rb = r->rb;
+	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+	for (uint32_t c = 0; c < rb->ncpus; c++) {
+		struct ringtrace__rb_percpu *pc = &rb->cpu[c];
+		uint64_t pos = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK;
+		uint64_t open = pos & ~rb->sb_mask;
+		/* The ring holds at most the nsb sub-buffers before the open one
+		 * (the open one included); the oldest not yet taken is next. */
+		uint64_t start = open >= buf - sb ? open - (buf - sb) : 0;
+		uint64_t rpos = open;
+		for (uint64_t p = start; p < open; p += sb) {
+			const struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, p)];
+			uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+			if (RINGTRACE__OWN_LAP(ow) == rb_lap_tag(rb, p) && !RINGTRACE__OWN_READ(ow)) {
+				rpos = p;
+				break;
+			}
+		}
+		r->cpu[c].rpos = rpos;
+	}
+}
+
 void rb_reader_free(struct rb_reader *r)
 {
 	if (!r)
@@ -127,8 +151,10 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 		uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE);
 		uint64_t pos = st & RINGTRACE__POS_MASK;
 		uint64_t dist = (pos - rc->rpos) & RINGTRACE__POS_MASK;
-		/* The sub-buffer at rpos is still open (or nothing was written). */
-		if (dist <= sb)
+		/* The sub-buffer at rpos is still open (or nothing was written).
+		 * A position exactly on the next boundary means it was closed
+		 * by a flush (writers never fill a sub-buffer exactly). */
+		if (dist < sb)
 			return 0;
 		if (dist > buf) {
 			/* The writers lapped us (overwrite mode): jump to the
@@ -198,6 +224,9 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 		pkt->events = events;
 		pkt->cpu = cpu;
 		pkt->salvaged = 0;
+		/* Only the one reader writes these (`ringtrace stat` reads them). */
+		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + events, __ATOMIC_RELAXED);
 		r->st.packets++;
 		r->st.events += events;
 		r->st.bytes += len;
@@ -341,6 +370,8 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		pkt->events = keep_events;
 		pkt->cpu = cpu;
 		pkt->salvaged = 1;
+		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + pkt->events, __ATOMIC_RELAXED);
 		r->st.packets++;
 		r->st.events += keep_events;
 		r->st.bytes += keep;

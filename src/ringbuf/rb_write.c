@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/rcu.h"
 #include "ringbuf/rb.h"
 #include "ringbuf/rb_lap.h"
 
@@ -270,7 +271,16 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
 		return 0; /* not registered (yet): nothing could decode it */
 	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0)) {
-		/* Once per thread; pids are below 2^22 (PID_MAX_LIMIT). */
+		/* Once per thread: make our `nest` visible to grace periods
+		 * (rcu.h), then look at the region again. The registration is
+		 * a full barrier: either the library's grace period sees this
+		 * thread, or this load sees the region already unpublished. */
+		if (rcu_register_thread() < 0)
+			return 0;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE) != c->rb)
+			return 0;
+		/* Pids are below 2^22 (PID_MAX_LIMIT). */
 		uint32_t tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
 		ringtrace__tls.tid = tid;
 		emit_thread_name(c->rb, tid);
@@ -389,4 +399,32 @@ static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int interna
 			wake_reader(rb);
 		return 1;
 	}
+}
+
+/*
+ * Close every open sub-buffer, as a writer that found no room would:
+ * end fields, padding committed, state moved to the boundary (which a
+ * reader then takes as closed). Only while no writer can run: tracing off
+ * and a grace period passed (src/lib/agent.c), so plain atomics suffice.
+ */
+void rb_flush_quiescent(struct ringtrace__rb *rb)
+{
+	uint64_t sb = rb->sb_mask + 1;
+	uint64_t ts = ringtrace__now(rb);
+	for (uint32_t cpu = 0; cpu < rb->ncpus; cpu++) {
+		struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+		uint64_t st = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE);
+		uint64_t pos = st & RINGTRACE__POS_MASK;
+		uint64_t in = pos & rb->sb_mask;
+		if (in == 0)
+			continue;
+		uint64_t last = __atomic_load_n(&pc->ctl->last_ts, __ATOMIC_RELAXED);
+		struct ringtrace__wctx c = { 0 };
+		c.rb = rb;
+		c.cpu = cpu;
+		close_packet(&c, pc, pos - in, in, ts > last ? ts : last);
+		uint64_t next = (pos - in + sb) & RINGTRACE__POS_MASK;
+		__atomic_store_n(&pc->ctl->state, next | (st & ~RINGTRACE__POS_MASK), __ATOMIC_RELEASE);
+	}
+	wake_reader(rb);
 }

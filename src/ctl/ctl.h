@@ -1,0 +1,119 @@
+/*
+ * ctl.h - the control block: how a running program that uses libringtrace
+ * is found and driven by `ringtrace ps/list/enable/.../record -p/show`.
+ *
+ * Every such program publishes, at start-up, a small file
+ * /dev/shm/ringtrace.ctl.PID (mode 0600, its user's): who it is, which
+ * events it has (the same registry log as the ring region), which are
+ * enabled, whether tracing is on and where its ring buffers are, and a
+ * one-command mailbox. The ring buffers themselves are allocated only when
+ * tracing is switched on (a memfd of the program, reached by the
+ * controller as /proc/PID/fd/N), so an untraced program pays two touched
+ * pages and a sleeping thread.
+ *
+ * Who writes what:
+ *   - the program (its control thread, or its registry under the registry
+ *     lock) writes everything but the mailbox's request;
+ *   - a controller takes the mailbox (CAS on cmd_lock with its pid), fills
+ *     op/arg/text, increments cmd_seq (release) and wakes the futex; the
+ *     control thread answers in result/msg and stores done_seq = cmd_seq
+ *     (release), then wakes done_seq.
+ * The program never waits for a controller, and treats the request as
+ * hostile (every field is validated, strings are bounded). Controllers
+ * validate every field they read (ctl_client.c): a foreign or damaged
+ * block is rejected.
+ */
+#ifndef RINGTRACE_CTL_H
+#define RINGTRACE_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CTL_MAGIC        0x4c544354474e4952ull /* "RINGTCTL" */
+#define CTL_VERSION      1
+#define CTL_DIR          "/dev/shm"
+#define CTL_PREFIX       "ringtrace.ctl."
+#define CTL_REG_SIZE     (256u * 1024)   /* registry log (sparse) */
+#define CTL_MAX_IDS      65536u          /* enabled[] entries */
+#define CTL_TEXT         4096
+#define CTL_MSG          512
+
+enum ctl_op {
+	CTL_OP_NONE = 0,
+	CTL_OP_ENABLE,       /* text: patterns; result: events matched */
+	CTL_OP_DISABLE,
+	CTL_OP_ON,           /* allocates buffers if there are none */
+	CTL_OP_OFF,          /* arg0 = 1: also free the program's own buffers */
+	CTL_OP_RESET,        /* empty the buffers (tracing may be on) */
+	CTL_OP_BUFFER_SIZE,  /* arg0 = bytes per CPU, arg1 = sub-buffers (0: keep)
+			      * | mode << 32 (0 keep, 1 discard, 2 overwrite) */
+	CTL_OP_FLUSH,        /* close the open sub-buffers (tracing pauses for a
+			      * grace period); arg0 = 1: stay off afterwards */
+	CTL_OP_MAX
+};
+
+enum ctl_session {
+	CTL_SESSION_NONE = 0,
+	CTL_SESSION_RECORDER,        /* buffers of `ringtrace record` (inherited) */
+	CTL_SESSION_OWN,             /* buffers the program allocated */
+};
+
+/* Values of enabled[id]. */
+enum { CTL_EV_NONE = 0, CTL_EV_DISABLED = 1, CTL_EV_ENABLED = 2 };
+
+struct ctl_block {
+	/* identity: written once before the file is renamed into place */
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;        /* sizeof(struct ctl_block) */
+	uint64_t total_size;         /* of the file */
+	uint32_t pid;
+	uint32_t uid;
+	uint64_t start_time;         /* /proc/PID/stat field 22: tells pid reuse */
+	char comm[16];
+	char exe[256];
+	char version_str[16];        /* library version */
+	uint64_t reg_off;            /* registry log, as in the ring region */
+	uint64_t reg_size;
+	uint64_t en_off;             /* uint8_t enabled[en_count], by event id */
+	uint32_t en_count;
+	uint32_t pad0;
+
+	/* state: written by the program */
+	uint64_t reg_used;           /* release-stored after an entry is complete */
+	uint32_t reg_dropped;
+	uint32_t nevents;            /* user events registered */
+	uint32_t tracing;            /* probes write events */
+	uint32_t session;            /* enum ctl_session */
+	int32_t ring_fd;             /* program's fd of its own buffers, or -1 */
+	uint32_t ring_gen;           /* increments when the buffers change */
+	uint64_t ring_size;          /* bytes mapped for the buffers, 0 if none */
+	uint64_t cfg_sb_size;        /* what the next allocation uses */
+	uint32_t cfg_nsb;
+	uint32_t cfg_mode;
+	uint32_t retired;            /* regions kept mapped: a grace period failed */
+	uint32_t pad1;
+
+	/* mailbox */
+	uint32_t cmd_lock;           /* controller pid, 0 = free */
+	uint32_t cmd_seq;            /* futex, controller -> program */
+	uint32_t done_seq;           /* futex, program -> controller */
+	int32_t result;              /* >= 0 or -errno */
+	uint32_t op;
+	uint32_t pad2;
+	uint64_t arg0, arg1;
+	char msg[CTL_MSG];           /* answer text (NUL-terminated) */
+	char text[CTL_TEXT];         /* request: NUL-separated patterns, empty one ends */
+};
+
+/* Layout of the file: the block, the registry log, the enabled bytes. */
+#define CTL_REG_OFF   4096u * ((sizeof(struct ctl_block) + 4095) / 4096)
+#define CTL_EN_OFF    (CTL_REG_OFF + CTL_REG_SIZE)
+#define CTL_TOTAL     (CTL_EN_OFF + CTL_MAX_IDS)
+
+/* A pattern as `enable` and `disable` accept it: provider:name globs
+ * (or "*"), printable, no spaces, balanced brackets. 0 or -EINVAL. */
+int ctl_pattern_valid(const char *pat);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * ctl_client.c - controller side of the control block (see ctl_client.h).
+ *
+ * The program may be hostile or damaged, may exit at any moment, and may
+ * belong to another user: every path ends with a message, never a crash
+ * or a hang. A block stays mapped after its file is unlinked, so a program
+ * that exits during a command only makes the wait end.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/ctl_client.h"
+#include "ringbuf/rb_lap.h"
+
+static uint64_t start_time_of(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
+}
+
+/* Does the process still map this block? (It does not after an exec.) */
+static int maps_block(pid_t pid)
+{
+	char path[64], want[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	snprintf(want, sizeof(want), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == EACCES ? 1 : 0; /* another user's: trust pid and start time */
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f))
+		if (strstr(line, want))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+int ctl_is_stale(const struct ctl_block *b)
+{
+	pid_t pid = (pid_t)b->pid;
+	if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+		return 1;
+	uint64_t st = start_time_of(pid);
+	if (st == 0 || st != b->start_time)
+		return 1;
+	return !maps_block(pid);
+}
+
+static int validate(const struct ctl_block *b, uint64_t size, pid_t pid)
+{
+	if (size < sizeof(*b) || __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) != CTL_MAGIC)
+		return -EBADMSG;
+	if (b->version != CTL_VERSION || b->header_size != sizeof(*b))
+		return -EPROTO;
+	if (b->total_size != size || size != CTL_TOTAL || b->reg_off != CTL_REG_OFF ||
+	    b->reg_size != CTL_REG_SIZE || b->en_off != CTL_EN_OFF || b->en_count != CTL_MAX_IDS ||
+	    b->pid != (uint32_t)pid)
+		return -EBADMSG;
+	return 0;
+}
+
+int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen)
+{
+	memset(h, 0, sizeof(*h));
+	h->pid = pid;
+	snprintf(h->path, sizeof(h->path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
+	if (pid <= 0) {
+		snprintf(err, errlen, "invalid pid %d", (int)pid);
+		return -EINVAL;
+	}
+	struct stat st;
+	if (lstat(h->path, &st) < 0) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			snprintf(err, errlen, "no process %d", (int)pid);
+		else
+			snprintf(err, errlen, "process %d does not use libringtrace (no control block)", (int)pid);
+		return -ESRCH;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a control block", h->path);
+		return -EBADMSG;
+	}
+	if (st.st_uid != geteuid() && geteuid() != 0) {
+		struct passwd *pw = getpwuid(st.st_uid);
+		snprintf(err, errlen, "process %d belongs to user %s: permission denied (only its user or root may control it)",
+			 (int)pid, pw ? pw->pw_name : "?");
+		return -EPERM;
+	}
+	int fd = open(h->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open %s: %s", h->path, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != CTL_TOTAL) {
+		close(fd);
+		snprintf(err, errlen, "%s is damaged or from another version of ringtrace (size %lld)", h->path,
+			 (long long)st.st_size);
+		return -EBADMSG;
+	}
+	void *m = mmap(NULL, CTL_TOTAL, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		snprintf(err, errlen, "cannot map %s: %s", h->path, strerror(e));
+		return -e;
+	}
+	h->b = m;
+	int r = validate(h->b, CTL_TOTAL, pid);
+	if (r < 0) {
+		snprintf(err, errlen, "%s is damaged or from another version of ringtrace: %s", h->path,
+			 r == -EPROTO ? "unknown version" : "bad header");
+		ctl_close(h);
+		return r;
+	}
+	if (ctl_is_stale(h->b)) {
+		snprintf(err, errlen, "process %d is gone (stale control block; 'ringtrace ps --clean' removes it)",
+			 (int)pid);
+		ctl_close(h);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+void ctl_close(struct ctl_handle *h)
+{
+	if (h->b)
+		munmap(h->b, CTL_TOTAL);
+	h->b = NULL;
+}
+
+void ctl_scan(void (*fn)(pid_t pid, const char *path, void *arg), void *arg)
+{
+	DIR *d = opendir(CTL_DIR);
+	if (!d)
+		return;
+	struct dirent *e;
+	size_t plen = strlen(CTL_PREFIX);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, CTL_PREFIX, plen) != 0)
+			continue;
+		char *end;
+		long pid = strtol(e->d_name + plen, &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", CTL_DIR, e->d_name);
+		fn((pid_t)pid, path, arg);
+	}
+	closedir(d);
+}
+
+struct resolve {
+	const char *name;
+	pid_t found;
+	int count;
+};
+
+static void resolve_one(pid_t pid, const char *path, void *arg)
+{
+	(void)path;
+	struct resolve *rs = arg;
+	struct ctl_handle h;
+	char err[256];
+	if (ctl_open(pid, &h, err, sizeof(err)) < 0)
+		return;
+	const char *base = strrchr(h.b->exe, '/');
+	base = base ? base + 1 : h.b->exe;
+	char comm[sizeof(h.b->comm) + 1];
+	memcpy(comm, h.b->comm, sizeof(h.b->comm));
+	comm[sizeof(h.b->comm)] = 0;
+	char exe[sizeof(h.b->exe) + 1];
+	snprintf(exe, sizeof(exe), "%.*s", (int)sizeof(h.b->exe), base);
+	if (!strcmp(comm, rs->name) || !strcmp(exe, rs->name)) {
+		rs->found = pid;
+		rs->count++;
+	}
+	ctl_close(&h);
+}
+
+int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen)
+{
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "no process given");
+		return -EINVAL;
+	}
+	if (isdigit((unsigned char)spec[0])) {
+		char *end;
+		errno = 0;
+		long v = strtol(spec, &end, 10);
+		if (*end || errno || v <= 0 || v > INT_MAX) {
+			snprintf(err, errlen, "invalid pid '%s'", spec);
+			return -EINVAL;
+		}
+		*ret = (pid_t)v;
+		return 0;
+	}
+	struct resolve rs = { spec, 0, 0 };
+	ctl_scan(resolve_one, &rs);
+	if (rs.count == 0) {
+		snprintf(err, errlen, "no traceable process named '%s' (see 'ringtrace ps')", spec);
+		return -ESRCH;
+	}
+	if (rs.count > 1) {
+		snprintf(err, errlen, "%d traceable processes are named '%s': give a pid (see 'ringtrace ps')",
+			 rs.count, spec);
+		return -EEXIST;
+	}
+	*ret = rs.found;
+	return 0;
+}
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static int alive(const struct ctl_handle *h)
+{
+	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && start_time_of(h->pid) == h->b->start_time;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1, const char *text,
+		size_t textlen, int timeout_ms, char *msg, size_t msglen)
+{
+	struct ctl_block *b = h->b;
+	msg[0] = 0;
+	if (textlen > CTL_TEXT - 2) {
+		snprintf(msg, msglen, "patterns too long (%zu bytes, at most %d)", textlen, CTL_TEXT - 2);
+		return -E2BIG;
+	}
+	/* Take the mailbox; a holder that died loses it. */
+	uint32_t me = (uint32_t)getpid();
+	uint64_t t0 = now_ms();
+	for (;;) {
+		uint32_t holder = 0;
+		if (__atomic_compare_exchange_n(&b->cmd_lock, &holder, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			break;
+		if (kill((pid_t)holder, 0) < 0 && errno == ESRCH &&
+		    __atomic_compare_exchange_n(&b->cmd_lock, &holder, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+		if (!alive(h)) {
+			snprintf(msg, msglen, "process %d exited", (int)h->pid);
+			return -ESRCH;
+		}
+		if (now_ms() - t0 > (uint64_t)timeout_ms) {
+			snprintf(msg, msglen, "process %d is busy with another command (pid %u)", (int)h->pid, holder);
+			return -EBUSY;
+		}
+		struct timespec d = { 0, 2000000 };
+		nanosleep(&d, NULL);
+	}
+	b->op = op;
+	b->arg0 = arg0;
+	b->arg1 = arg1;
+	memset(b->text, 0, CTL_TEXT);
+	if (text && textlen)
+		memcpy(b->text, text, textlen);
+	/* Release pairs with the control thread's acquire load of cmd_seq. */
+	uint32_t seq = __atomic_add_fetch(&b->cmd_seq, 1, __ATOMIC_RELEASE);
+	futex(&b->cmd_seq, FUTEX_WAKE, INT_MAX, NULL);
+	int ret;
+	for (;;) {
+		uint32_t done = __atomic_load_n(&b->done_seq, __ATOMIC_ACQUIRE);
+		if (done == seq) {
+			ret = b->result;
+			char *m = b->msg;
+			snprintf(msg, msglen, "%.*s", (int)strnlen(m, CTL_MSG), m);
+			break;
+		}
+		if (!alive(h)) {
+			snprintf(msg, msglen, "process %d exited before it answered", (int)h->pid);
+			ret = -ESRCH;
+			break;
+		}
+		if (now_ms() - t0 > (uint64_t)timeout_ms) {
+			snprintf(msg, msglen, "process %d did not answer within %d ms (is it stopped?)", (int)h->pid,
+				 timeout_ms);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		struct timespec ts = { 0, 50000000 };
+		futex(&b->done_seq, FUTEX_WAIT, done, &ts);
+	}
+	uint32_t mine = me;
+	__atomic_compare_exchange_n(&b->cmd_lock, &mine, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	return ret;
+}
+
+int ctl_ring_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen)
+{
+	memset(ring, 0, sizeof(*ring));
+	ring->gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+	int32_t fdn = h->b->ring_fd;
+	if (h->b->session == CTL_SESSION_NONE || fdn < 0) {
+		snprintf(err, errlen, "process %d has no trace buffers (tracing was never on)", (int)h->pid);
+		return -ENOENT;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)h->pid, (int)fdn);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open the buffers of process %d (%s): %s", (int)h->pid, path,
+			 strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < sizeof(struct ringtrace__shm_header)) {
+		close(fd);
+		snprintf(err, errlen, "descriptor %d of process %d is not ringtrace buffers", (int)fdn, (int)h->pid);
+		return -EBADMSG;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		snprintf(err, errlen, "cannot map the buffers of process %d: %s", (int)h->pid, strerror(e));
+		return -e;
+	}
+	ring->mem = m;
+	ring->size = (uint64_t)st.st_size;
+	int r = rb_view_open(m, ring->size, &ring->rb);
+	if (r < 0 || ring->rb->hdr->attached_pid != (uint32_t)h->pid) {
+		snprintf(err, errlen, "the buffers of process %d are damaged or not ringtrace's", (int)h->pid);
+		ctl_ring_close(ring);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+void ctl_ring_close(struct ctl_ring *ring)
+{
+	if (ring->rb)
+		rb_view_free(ring->rb);
+	if (ring->mem)
+		munmap(ring->mem, ring->size);
+	memset(ring, 0, sizeof(*ring));
+}
+
+void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_cpu_stat *s)
+{
+	memset(s, 0, sizeof(*s));
+	const struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	uint32_t nsb = 1u << rb->nsb_shift;
+	for (uint32_t i = 0; i < nsb; i++) {
+		const struct ringtrace__rb_slot *sl = &pc->slots[i];
+		uint64_t ev = __atomic_load_n(&sl->local_events, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&sl->remote_events, __ATOMIC_RELAXED);
+		uint64_t own = __atomic_load_n(&sl->owner, __ATOMIC_ACQUIRE);
+		s->written += ev;
+		uint64_t base = RINGTRACE__OWN_BASE(own);
+		if (!RINGTRACE__OWN_READ(own) && ev >= base)
+			s->in_buffer += ev - base;
+	}
+	/* Internal records (thread, thread_name) are committed with 0 events:
+	 * the counts are user events only. */
+	s->lost_full = __atomic_load_n(&pc->ctl->lost_full, __ATOMIC_RELAXED);
+	s->lost_overwrite = __atomic_load_n(&pc->ctl->lost_overwrite, __ATOMIC_RELAXED);
+	s->lost_too_big = __atomic_load_n(&pc->ctl->lost_too_big, __ATOMIC_RELAXED);
+	s->lost_nocpu = __atomic_load_n(&pc->ctl->lost_nocpu, __ATOMIC_RELAXED);
+	s->bytes = __atomic_load_n(&pc->ctl->state, __ATOMIC_RELAXED) & RINGTRACE__POS_MASK;
+	s->read_subbufs = __atomic_load_n(&pc->ctl->read_subbufs, __ATOMIC_RELAXED);
+	s->read_events = __atomic_load_n(&pc->ctl->read_events, __ATOMIC_RELAXED);
+}
+
+int ctl_log_next(const char *log, uint64_t used, uint64_t *pos, struct ctl_log_entry *e)
+{
+	if (*pos + 16 > used)
+		return 0;
+	const char *p = log + *pos;
+	uint32_t w[4];
+	memcpy(w, p, sizeof(w));
+	if (w[0] < 16 || (w[0] & 7) || w[0] > used - *pos)
+		return -EBADMSG;
+	memset(e, 0, sizeof(*e));
+	e->kind = w[1];
+	e->id = w[2];
+	size_t off = 16;
+	while (e->n < 4 && off < w[0]) {
+		const char *s = p + off;
+		size_t len = strnlen(s, w[0] - off);
+		if (len == w[0] - off)
+			break;
+		e->s[e->n++] = s;
+		off += len + 1;
+	}
+	*pos += w[0];
+	return 1;
+}
+
+/* Claim the one reader's place of a region; a reader that died loses it. */
+int ctl_ring_claim_reader(struct ringtrace__rb *rb, char *err, size_t errlen)
+{
+	uint32_t me = (uint32_t)getpid();
+	for (int tries = 0; tries < 4; tries++) {
+		uint32_t cur = 0;
+		if (__atomic_compare_exchange_n(&rb->hdr->reader_pid, &cur, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
+		if (kill((pid_t)cur, 0) == 0 || errno == EPERM) {
+			snprintf(err, errlen, "its buffers are already being read by pid %u", cur);
+			return -EBUSY;
+		}
+		if (__atomic_compare_exchange_n(&rb->hdr->reader_pid, &cur, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
+	}
+	snprintf(err, errlen, "cannot claim its buffers");
+	return -EBUSY;
+}
+
+void ctl_ring_release_reader(struct ringtrace__rb *rb)
+{
+	uint32_t me = (uint32_t)getpid();
+	/* Release: our zeroing of sub-buffers is done before another reader
+	 * can claim the region. */
+	__atomic_compare_exchange_n(&rb->hdr->reader_pid, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,86 @@
+/*
+ * ctl_client.h - the controller's side of the control block (ctl.h): find
+ * a program, validate its block, send it a request, map its buffers.
+ *
+ * Everything read from a block or a region is validated; every failure is
+ * a negative errno plus a one-line message in `err`. Nothing here prints.
+ */
+#ifndef RINGTRACE_CTL_CLIENT_H
+#define RINGTRACE_CTL_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctl/ctl.h"
+#include "ringbuf/rb.h"
+
+struct ctl_handle {
+	pid_t pid;
+	struct ctl_block *b;         /* mapped read-write */
+	char path[64];
+};
+
+/* Map and validate the block of `pid`. */
+int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen);
+void ctl_close(struct ctl_handle *h);
+
+/* A process by pid ("1234") or by name (comm or executable's base name,
+ * when exactly one live traceable process of ours matches). */
+int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen);
+
+/* Whether the block belongs to a process that is gone (dead, pid reused,
+ * or exec'ed into another program). */
+int ctl_is_stale(const struct ctl_block *b);
+
+/* Every block in CTL_DIR: fn(pid, path, stale?, arg) for each file name
+ * that looks like one. */
+void ctl_scan(void (*fn)(pid_t pid, const char *path, void *arg), void *arg);
+
+/*
+ * Send one request and wait for the answer (at most timeout_ms; a process
+ * that exits meanwhile ends the wait with -ESRCH). Returns the program's
+ * result (>= 0, or its -errno with its message in `msg`), or a negative
+ * errno of our own with a message in `msg`.
+ */
+int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1, const char *text,
+		size_t textlen, int timeout_ms, char *msg, size_t msglen);
+
+/* The program's buffers, mapped read-write through /proc/PID/fd/N and
+ * validated (ring_gen tells whether they are still current). */
+struct ctl_ring {
+	void *mem;
+	uint64_t size;
+	struct ringtrace__rb *rb;
+	uint32_t gen;
+};
+int ctl_ring_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen);
+void ctl_ring_close(struct ctl_ring *ring);
+/* Become the one consumer of a region (a consumer that died loses its
+ * place); -EBUSY with a message if another one is alive. */
+int ctl_ring_claim_reader(struct ringtrace__rb *rb, char *err, size_t errlen);
+void ctl_ring_release_reader(struct ringtrace__rb *rb);
+
+/* Per-CPU and total counters of a region, for `ringtrace stat` and `ps`. */
+struct ctl_cpu_stat {
+	uint64_t written;            /* events committed */
+	uint64_t in_buffer;          /* committed and not yet read nor overwritten */
+	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu;
+	uint64_t bytes;              /* bytes reserved (position) */
+	uint64_t read_subbufs, read_events;
+};
+void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_cpu_stat *ret);
+
+/* One entry of a registry log (a block's or a region's, docs/design.md
+ * section 4): kind 1 EVENT (provider, name, signature, origin), kind 2
+ * MESSAGE (one line). */
+struct ctl_log_entry {
+	uint32_t kind, id;
+	const char *s[4];
+	int n;                       /* strings present */
+};
+/* The entry at *pos of a log whose first `used` bytes are complete:
+ * 1 (and *pos moves past it), 0 at the end, -EBADMSG if damaged. */
+int ctl_log_next(const char *log, uint64_t used, uint64_t *pos, struct ctl_log_entry *e);
+
+#endif

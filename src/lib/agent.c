@@ -1,0 +1,605 @@
+/*
+ * agent.c - the control block and the control thread of a traced program.
+ *
+ * At start-up the library publishes /dev/shm/ringtrace.ctl.PID (ctl.h) and
+ * starts one thread that sleeps on the block's futex. `ringtrace` commands
+ * put a request in the block and wake it; it answers in the block. The
+ * thread blocks every signal (the program's signals go to its own
+ * threads), never touches the program's state beyond the registry and the
+ * regions, and treats every request as hostile.
+ *
+ * Buffers the program allocates itself (`ringtrace on`) are a memfd, so
+ * nothing is left behind when the program dies; a controller maps them
+ * through /proc/PID/fd/N. They are freed only after a grace period
+ * (rcu.c): a probe still writing into them can never fault. A region whose
+ * grace period times out (a thread stopped inside a probe) is kept mapped
+ * and counted in `retired`.
+ *
+ * Nothing here runs on the tracepoint fast path. RINGTRACE_CONTROL=0 turns
+ * all of it off.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "ctl/ctl.h"
+#include "lib/agent.h"
+#include "lib/rcu.h"
+#include "lib/registry.h"
+#include "ringbuf/rb.h"
+
+#define GRACE_MS 2000
+
+struct region {
+	void *mem;
+	uint64_t size;
+	int fd;                      /* -1 for the recorder's region */
+	struct ringtrace__rb *rb;
+};
+
+static struct ctl_block *ctl;
+static char ctl_path[64];
+static pid_t ctl_pid;
+static struct region cur;            /* the session's region (rb NULL: none) */
+static int cur_own;                  /* allocated by us (else the recorder's) */
+#define RETIRED_MAX 16
+static struct region retired[RETIRED_MAX];
+static unsigned nretired;
+static pthread_t agent_thread;
+static int publish_delay_ms;         /* a forked child publishes late */
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The name may contain spaces and parentheses: count from the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
+}
+
+/* ---- regions -------------------------------------------------------------- */
+
+static void region_free(struct region *r)
+{
+	if (r->rb)
+		rb_view_free(r->rb);
+	if (r->mem)
+		munmap(r->mem, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+/* Free, or keep mapped when no grace period could be proven. */
+static void region_retire(struct region *r)
+{
+	if (rcu_synchronize(GRACE_MS) == 0) {
+		region_free(r);
+		/* The same grace period covers the regions kept earlier. */
+		for (unsigned i = 0; i < nretired; i++)
+			region_free(&retired[i]);
+		nretired = 0;
+	} else if (nretired < RETIRED_MAX) {
+		retired[nretired++] = *r;
+		memset(r, 0, sizeof(*r));
+		r->fd = -1;
+	} else {
+		/* Leak rather than unmap memory a probe may still write. */
+		memset(r, 0, sizeof(*r));
+		r->fd = -1;
+	}
+	if (ctl)
+		__atomic_store_n(&ctl->retired, nretired, __ATOMIC_RELAXED);
+}
+
+static int use_rseq(const struct ringtrace__rb *rb)
+{
+#if RINGTRACE__RSEQ
+	const char *no = getenv("RINGTRACE_NO_RSEQ");
+	if (no && *no && strcmp(no, "0") != 0)
+		return 0;
+	/* The critical sections read the clock with rdtsc, and commit with
+	 * one 16-byte store, which x86 makes atomic only on AVX processors
+	 * (a reader could otherwise see the byte count before the event
+	 * count). */
+	if (!rb->clock_tsc || __rseq_size < 20)
+		return 0;
+	/* We may run from a constructor, before libgcc's own: its CPU model
+	 * must be filled in first or every feature reads as absent. */
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx"))
+		return 0;
+	return ringtrace__rseq_cpu() >= 0;
+#else
+	(void)rb;
+	return 0;
+#endif
+}
+
+int agent_rseq_usable(const struct ringtrace__rb *rb)
+{
+	return use_rseq(rb);
+}
+
+static int region_alloc(struct region *r)
+{
+	struct rb_params p = { 0 };
+	p.ncpus = rb_possible_cpus();
+	p.sb_size = ctl->cfg_sb_size;
+	p.nsb = ctl->cfg_nsb;
+	p.mode = ctl->cfg_mode;
+	p.clock = (uint32_t)clk_choose();
+	p.reg_size = RB_DEFAULT_REG;
+	if (getrandom(p.uuid, sizeof(p.uuid), GRND_NONBLOCK) != sizeof(p.uuid)) {
+		uint64_t x = ringtrace__clock_monotonic() ^ ((uint64_t)getpid() << 32);
+		for (int i = 0; i < 16; i++)
+			p.uuid[i] = (uint8_t)(x >> (i % 8 * 8)) ^ (uint8_t)(i * 37);
+	}
+	p.uuid[6] = (uint8_t)((p.uuid[6] & 0x0f) | 0x40);
+	p.uuid[8] = (uint8_t)((p.uuid[8] & 0x3f) | 0x80);
+	uint64_t size;
+	int ret = rb_region_size(&p, &size);
+	if (ret < 0)
+		return ret;
+	int fd = memfd_create("ringtrace-ring", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	struct ringtrace__rb *rb = NULL;
+	if ((ret = rb_region_init(mem, size, &p)) < 0 || (ret = rb_view_open(mem, size, &rb)) < 0) {
+		munmap(mem, size);
+		close(fd);
+		return ret;
+	}
+	rb->hdr->attached_pid = (uint32_t)getpid();
+	rb->use_rseq = use_rseq(rb);
+	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
+	r->mem = mem;
+	r->size = size;
+	r->fd = fd;
+	r->rb = rb;
+	return 0;
+}
+
+/* ---- session state published in the block --------------------------------- */
+
+static void publish_session(void)
+{
+	ctl->ring_fd = cur.rb ? cur.fd : -1;
+	ctl->ring_size = cur.rb ? cur.size : 0;
+	ctl->session = !cur.rb ? CTL_SESSION_NONE : cur_own ? CTL_SESSION_OWN : CTL_SESSION_RECORDER;
+	__atomic_fetch_add(&ctl->ring_gen, 1, __ATOMIC_RELEASE);
+}
+
+/* A consumer other than one that died holds the region. */
+static pid_t region_reader(const struct region *r)
+{
+	if (!r->rb)
+		return 0;
+	pid_t pid = (pid_t)__atomic_load_n(&r->rb->hdr->reader_pid, __ATOMIC_ACQUIRE);
+	if (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM))
+		return pid;
+	return 0;
+}
+
+static void tracing_set(int on)
+{
+	reg_tracing(on);
+	__atomic_store_n(&ctl->tracing, (uint32_t)on, __ATOMIC_RELEASE);
+}
+
+/* Off, and no probe still writes (or the grace period timed out). */
+static int tracing_stop(void)
+{
+	tracing_set(0);
+	return rcu_synchronize(GRACE_MS);
+}
+
+static void drop_session(void)
+{
+	reg_attach(NULL);
+	if (cur_own)
+		region_retire(&cur);
+	else
+		memset(&cur, 0, sizeof(cur));
+	cur.fd = -1;
+	cur_own = 0;
+	publish_session();
+}
+
+/* ---- commands ---------------------------------------------------------------- */
+
+static int answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int answer(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctl->msg, sizeof(ctl->msg), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static int cmd_rules(const char *text, int on)
+{
+	/* Validate every pattern before applying any. */
+	int n = 0;
+	for (const char *p = text; *p; p += strlen(p) + 1) {
+		if (ctl_pattern_valid(p) < 0) {
+			answer("malformed pattern '%.200s'", p);
+			return -EINVAL;
+		}
+		n++;
+	}
+	if (n == 0) {
+		answer("no pattern given");
+		return -EINVAL;
+	}
+	int matched = 0;
+	for (const char *p = text; *p; p += strlen(p) + 1)
+		matched += reg_rule(p, on);
+	return matched;
+}
+
+static int cmd_on(void)
+{
+	if (!cur.rb) {
+		int r = region_alloc(&cur);
+		if (r < 0) {
+			answer("cannot allocate the buffers: %s", strerror(-r));
+			return r;
+		}
+		cur_own = 1;
+		reg_attach(cur.rb);
+		publish_session();
+	}
+	tracing_set(1);
+	return 0;
+}
+
+static int cmd_off(int free_own)
+{
+	int g = tracing_stop();
+	if (free_own && cur_own && cur.rb) {
+		pid_t rd = region_reader(&cur);
+		if (rd)
+			return answer("tracing off; buffers kept: pid %d reads them", (int)rd), 0;
+		drop_session();
+	}
+	if (g == -ETIMEDOUT)
+		answer("tracing off; a thread is still inside a tracepoint");
+	return 0;
+}
+
+static int cmd_reset(void)
+{
+	if (!cur.rb) {
+		answer("no buffers to reset");
+		return 0;
+	}
+	if (!cur_own) {
+		answer("the buffers belong to ringtrace record (pid %u): stop it instead",
+		       cur.rb->hdr->creator_pid);
+		return -EBUSY;
+	}
+	pid_t rd = region_reader(&cur);
+	if (rd) {
+		answer("pid %d is reading the buffers: stop it first", (int)rd);
+		return -EBUSY;
+	}
+	int was_on = (int)ctl->tracing;
+	struct region fresh = { .fd = -1 };
+	int r = region_alloc(&fresh);
+	if (r < 0) {
+		answer("cannot allocate new buffers: %s", strerror(-r));
+		return r;
+	}
+	tracing_stop();
+	struct region old = cur;
+	cur = fresh;
+	reg_attach(cur.rb);
+	publish_session();
+	region_retire(&old);
+	if (was_on)
+		tracing_set(1);
+	return 0;
+}
+
+static int cmd_buffer_size(uint64_t bytes, uint64_t arg1)
+{
+	uint64_t nsb = arg1 & 0xffffffffu, mode = arg1 >> 32;
+	if (ctl->tracing) {
+		answer("tracing is on: turn it off first (ringtrace off %d)", (int)ctl_pid);
+		return -EBUSY;
+	}
+	if (cur.rb && !cur_own) {
+		answer("the buffers belong to ringtrace record (pid %u)", cur.rb->hdr->creator_pid);
+		return -EBUSY;
+	}
+	if (nsb == 0)
+		nsb = ctl->cfg_nsb;
+	if (nsb < (1u << RB_NSB_MIN_SHIFT) || nsb > (1u << RB_NSB_MAX_SHIFT) || (nsb & (nsb - 1)) ||
+	    bytes == 0 || (bytes & (bytes - 1)) || bytes / nsb < (1u << RB_SB_MIN_SHIFT) ||
+	    bytes / nsb > (1u << RB_SB_MAX_SHIFT)) {
+		answer("invalid size: a power of two from %u KiB to %u MiB per sub-buffer, times %llu sub-buffers",
+		       (1u << RB_SB_MIN_SHIFT) >> 10, (1u << RB_SB_MAX_SHIFT) >> 20, (unsigned long long)nsb);
+		return -EINVAL;
+	}
+	if (cur.rb) {
+		pid_t rd = region_reader(&cur);
+		if (rd) {
+			answer("pid %d is reading the buffers: stop it first", (int)rd);
+			return -EBUSY;
+		}
+		rcu_synchronize(GRACE_MS);
+		drop_session();
+	}
+	ctl->cfg_sb_size = bytes / nsb;
+	ctl->cfg_nsb = (uint32_t)nsb;
+	if (mode == 1 || mode == 2)
+		ctl->cfg_mode = mode == 2 ? RINGTRACE__MODE_OVERWRITE : RINGTRACE__MODE_DISCARD;
+	return 0;
+}
+
+static int cmd_flush(int stay_off)
+{
+	if (!cur.rb)
+		return 0;
+	int was_on = (int)ctl->tracing;
+	if (tracing_stop() < 0) {
+		answer("a thread is still inside a tracepoint: nothing flushed");
+		if (was_on && !stay_off)
+			tracing_set(1);
+		return -EBUSY;
+	}
+	rb_flush_quiescent(cur.rb);
+	if (was_on && !stay_off)
+		tracing_set(1);
+	return 0;
+}
+
+static void handle(uint32_t op, uint64_t arg0, uint64_t arg1, const char *text)
+{
+	int r;
+	ctl->msg[0] = 0;
+	switch (op) {
+	case CTL_OP_ENABLE:
+	case CTL_OP_DISABLE:
+		r = cmd_rules(text, op == CTL_OP_ENABLE);
+		break;
+	case CTL_OP_ON:
+		r = cmd_on();
+		break;
+	case CTL_OP_OFF:
+		r = cmd_off(arg0 == 1);
+		break;
+	case CTL_OP_RESET:
+		r = cmd_reset();
+		break;
+	case CTL_OP_BUFFER_SIZE:
+		r = cmd_buffer_size(arg0, arg1);
+		break;
+	case CTL_OP_FLUSH:
+		r = cmd_flush(arg0 == 1);
+		break;
+	default:
+		answer("unknown request %u", op);
+		r = -EINVAL;
+		break;
+	}
+	ctl->result = r;
+}
+
+static int publish(void);
+
+static void *agent_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "ringtrace-ctl", 0, 0, 0);
+	if (publish_delay_ms) {
+		/* A child that execs or exits at once (fork + exec, a shell
+		 * command) never leaves a block behind. */
+		struct timespec d = { publish_delay_ms / 1000, (publish_delay_ms % 1000) * 1000000L };
+		while (nanosleep(&d, &d) < 0 && errno == EINTR)
+			;
+		if (publish() < 0)
+			return NULL;
+		reg_set_ctl(ctl);
+		publish_session();
+	}
+	char *text = malloc(CTL_TEXT + 2);
+	if (!text)
+		return NULL;
+	uint32_t seen = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&ctl->done_seq, seen, __ATOMIC_RELEASE);
+	for (;;) {
+		uint32_t seq = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
+		if (seq == seen) {
+			futex(&ctl->cmd_seq, FUTEX_WAIT, seen, NULL);
+			continue;
+		}
+		/* Copy the request out before looking at it: the controller
+		 * may still be writing (or be hostile). */
+		uint32_t op = __atomic_load_n(&ctl->op, __ATOMIC_RELAXED);
+		uint64_t a0 = ctl->arg0, a1 = ctl->arg1;
+		memcpy(text, ctl->text, CTL_TEXT);
+		text[CTL_TEXT] = 0;
+		text[CTL_TEXT + 1] = 0;
+		handle(op, a0, a1, text);
+		seen = seq;
+		/* Pairs with the controller's acquire load: result and msg. */
+		__atomic_store_n(&ctl->done_seq, seq, __ATOMIC_RELEASE);
+		futex(&ctl->done_seq, FUTEX_WAKE, INT_MAX, NULL);
+	}
+	return NULL;
+}
+
+/* ---- publication ------------------------------------------------------------ */
+
+static int publish(void)
+{
+	ctl_pid = getpid();
+	snprintf(ctl_path, sizeof(ctl_path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)ctl_pid);
+	/* A file with our pid is left by a process that died: ours now. */
+	unlink(ctl_path);
+	int fd = open(ctl_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)CTL_TOTAL) < 0) {
+		int e = -errno;
+		close(fd);
+		unlink(ctl_path);
+		return e;
+	}
+	void *mem = mmap(NULL, CTL_TOTAL, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED) {
+		unlink(ctl_path);
+		return -ENOMEM;
+	}
+	struct ctl_block *b = mem;
+	b->version = CTL_VERSION;
+	b->header_size = sizeof(*b);
+	b->total_size = CTL_TOTAL;
+	b->pid = (uint32_t)ctl_pid;
+	b->uid = (uint32_t)geteuid();
+	b->start_time = proc_start_time(ctl_pid);
+	prctl(PR_GET_NAME, b->comm, 0, 0, 0);
+	b->comm[sizeof(b->comm) - 1] = 0;
+	ssize_t n = readlink("/proc/self/exe", b->exe, sizeof(b->exe) - 1);
+	b->exe[n > 0 ? n : 0] = 0;
+	snprintf(b->version_str, sizeof(b->version_str), "%s", RINGTRACE_VERSION);
+	b->reg_off = CTL_REG_OFF;
+	b->reg_size = CTL_REG_SIZE;
+	b->en_off = CTL_EN_OFF;
+	b->en_count = CTL_MAX_IDS;
+	b->ring_fd = -1;
+	b->cfg_sb_size = RB_DEFAULT_SB;
+	b->cfg_nsb = RB_DEFAULT_NSB;
+	b->cfg_mode = RINGTRACE__MODE_DISCARD;
+	/* Last: a controller that sees the magic sees the rest. */
+	__atomic_store_n(&b->magic, CTL_MAGIC, __ATOMIC_RELEASE);
+	ctl = b;
+	return 0;
+}
+
+static void start_thread(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* The thread inherits this mask: the program's signals never land in it. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* Without the thread the block stays: ps, list and stat still work;
+	 * commands time out with a message. */
+	if (pthread_create(&agent_thread, &attr, agent_main, NULL) != 0)
+		agent_thread = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, int fd)
+{
+	cur.fd = fd;
+	const char *env = getenv("RINGTRACE_CONTROL");
+	int control = !(env && !strcmp(env, "0"));
+	if (recorder_rb) {
+		cur.rb = recorder_rb;
+		cur.mem = mem;
+		cur.size = size;
+		cur_own = 0;
+	}
+	if (control && publish() == 0) {
+		reg_set_ctl(ctl);
+		ctl->cfg_mode = recorder_rb ? recorder_rb->mode : RINGTRACE__MODE_DISCARD;
+		publish_session();
+	} else {
+		ctl = NULL;
+	}
+	if (recorder_rb) {
+		reg_select_patterns(recorder_rb->hdr->patterns, sizeof(recorder_rb->hdr->patterns));
+		reg_attach(recorder_rb);
+		reg_tracing(1);
+		if (ctl)
+			ctl->tracing = 1;
+	}
+	if (ctl)
+		start_thread();
+}
+
+void agent_stop(void)
+{
+	/* At exit (or dlclose of the library): the program stays, the block
+	 * goes. The thread may still be asleep on it: keep the mapping. */
+	if (ctl && getpid() == ctl_pid)
+		unlink(ctl_path);
+}
+
+void agent_after_fork_child(void)
+{
+	/* Only this thread exists and probes are off (reg_detach_after_fork):
+	 * the parent's block and regions can go from this address space. */
+	if (ctl)
+		munmap(ctl, CTL_TOTAL);
+	ctl = NULL;
+	if (cur_own)
+		region_free(&cur);
+	memset(&cur, 0, sizeof(cur));
+	cur.fd = -1;
+	cur_own = 0;
+	for (unsigned i = 0; i < nretired; i++)
+		region_free(&retired[i]);
+	nretired = 0;
+	const char *env = getenv("RINGTRACE_CONTROL");
+	if (env && !strcmp(env, "0"))
+		return;
+	publish_delay_ms = 100;
+	start_thread();
+}
