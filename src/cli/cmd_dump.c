@@ -52,7 +52,7 @@ static void put_comm(struct ctf_buf *b, const char *comm)
 	ctf_buf_add(b, safe, n);
 }
 
-static void format_item(struct ctf_buf *b, const struct rd_item *it)
+void dump_format_item(struct ctf_buf *b, const struct rd_item *it)
 {
 	if (it->kind == RD_ITEM_EVENT) {
 		/* "%16s-%-7u [%03u] " without printf, which would dominate. */
@@ -134,7 +134,7 @@ int cmd_dump(int argc, char **argv)
 							 !strcmp(it.ec->name, "ringtrace:thread_name")))
 			continue;
 		ctf_buf_reset(&line);
-		format_item(&line, &it);
+		dump_format_item(&line, &it);
 		ctf_buf_putc(&line, '\n');
 		if (line.err) {
 			fprintf(stderr, "ringtrace dump: %s: out of memory\n", dir);

@@ -37,6 +37,8 @@
 #include "common/sig.h"
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
+#include "read/reader.h"
+#include "ctf/buf.h"
 #include "ringbuf/rb.h"
 
 #define PFX "ringtrace record: "
@@ -90,6 +92,8 @@ struct rec {
 	int turned_on;               /* -p: we switched tracing on */
 	int reader_claimed;
 	uint64_t lost0[4];           /* -p: loss counters when we attached */
+	FILE *meta_mem;              /* show: write the metadata here */
+	char comm[17];               /* -p: the program's name */
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash;
 	uint32_t clock;
 	struct clk_sample c0;
@@ -591,6 +595,14 @@ static int write_metadata(struct rec *r, int final)
 	t.events = ev;
 	t.n_events = r->nevents;
 
+	if (r->meta_mem) {
+		/* `show`: the text, in memory. */
+		int ret = ctf_metadata_write(r->meta_mem, &t);
+		free(threads);
+		free(ev);
+		r->reg_changed = 0;
+		return ret;
+	}
 	char tmp[PATH_MAX], path[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", r->outdir);
 	snprintf(path, sizeof(path), "%s/metadata", r->outdir);
@@ -894,54 +906,54 @@ static void release_reader(struct rec *r)
 	r->reader_claimed = 0;
 }
 
-static int record_attach(struct rec *r)
+/* Open the program named by r->attach_spec, switch tracing on if it is
+ * off, map its buffers and become their reader. Prints its errors. */
+static int live_attach(struct rec *r, const char *pfx)
 {
 	char err[512], msg[CTL_MSG];
 	pid_t pid;
 	if (ctl_resolve(r->attach_spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &r->ctl, err, sizeof(err)) < 0) {
-		fprintf(stderr, PFX "%s\n", err);
-		return 1;
+		fprintf(stderr, "%s%s\n", pfx, err);
+		return -1;
 	}
 	r->child = pid;
-	char comm[sizeof(r->ctl.b->comm) + 1];
-	memcpy(comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
-	comm[sizeof(r->ctl.b->comm)] = 0;
-	r->progname = comm;
-	int status = 1;
+	memcpy(r->comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
+	r->comm[sizeof(r->ctl.b->comm)] = 0;
+	r->progname = r->comm;
 
 	struct sigaction sa = { 0 };
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 
 	if (!__atomic_load_n(&r->ctl.b->tracing, __ATOMIC_ACQUIRE)) {
 		int k = ctl_request(&r->ctl, CTL_OP_ON, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0) {
-			fprintf(stderr, PFX "cannot switch tracing on in process %d: %s\n", (int)pid,
+			fprintf(stderr, "%scannot switch tracing on in process %d: %s\n", pfx, (int)pid,
 				*msg ? msg : strerror(-k));
-			cleanup(r);
-			return 1;
+			return -1;
 		}
 		r->turned_on = 1;
 	}
 	struct ctl_ring ring;
 	if (ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
-		fprintf(stderr, PFX "process %d: %s\n", (int)pid, err);
-		goto undo;
+		fprintf(stderr, "%sprocess %d: %s\n", pfx, (int)pid, err);
+		return -1;
 	}
 	r->mem = ring.mem;
 	r->mem_size = ring.size;
 	r->rb = ring.rb;
 	if (ctl_ring_claim_reader(r->rb, err, sizeof(err)) < 0) {
-		fprintf(stderr, PFX "process %d: %s\n", (int)pid, err);
-		goto undo;
+		fprintf(stderr, "%sprocess %d: %s\n", pfx, (int)pid, err);
+		return -1;
 	}
 	r->reader_claimed = 1;
 	int k = rb_reader_new(r->rb, &r->reader);
 	if (k < 0) {
-		fprintf(stderr, PFX "%s\n", strerror(-k));
-		goto undo;
+		fprintf(stderr, "%s%s\n", pfx, strerror(-k));
+		return -1;
 	}
 	rb_reader_seek_oldest(r->reader);
 	r->mode = r->rb->mode;
@@ -955,13 +967,36 @@ static int record_attach(struct rec *r)
 		r->lost0[2] += cc->lost_too_big;
 		r->lost0[3] += cc->lost_nocpu;
 	}
+	clk_sample(r->clock, &r->c0);
+	return 0;
+}
+
+/* Give the reader's place back; if we switched tracing on, switch it off
+ * and free the buffers: the program is left as we found it. */
+static void live_detach(struct rec *r, const char *pfx)
+{
+	char msg[CTL_MSG];
+	release_reader(r);
+	if (r->turned_on && r->ctl.b && attached_process_alive(r)) {
+		int k = ctl_request(&r->ctl, CTL_OP_OFF, 1, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0 && attached_process_alive(r))
+			fprintf(stderr, "%scannot switch tracing off in process %d: %s\n", pfx, (int)r->child, msg);
+	}
+}
+
+static int record_attach(struct rec *r)
+{
+	char msg[CTL_MSG];
+	int status = 1;
+	if (live_attach(r, PFX) < 0)
+		goto out;
+	pid_t pid = r->child;
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
 	if (!r->fds || make_outdir(r) < 0)
-		goto undo;
+		goto out;
 	for (uint32_t c = 0; c < r->rb->ncpus; c++)
 		r->fds[c] = -1;
-	clk_sample(r->clock, &r->c0);
-	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", comm, (int)pid,
+	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", r->comm, (int)pid,
 		r->outdir);
 
 	uint64_t last_scan = 0, last_meta = 0;
@@ -988,7 +1023,7 @@ static int record_attach(struct rec *r)
 	if (!exited) {
 		/* Close the open sub-buffers so that we take them whole: tracing
 		 * pauses for a grace period (and stays off if we turned it on). */
-		k = ctl_request(&r->ctl, CTL_OP_FLUSH, r->turned_on, 0, NULL, 0, 5000, msg, sizeof(msg));
+		int k = ctl_request(&r->ctl, CTL_OP_FLUSH, r->turned_on, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0 && attached_process_alive(r))
 			fprintf(stderr, PFX "cannot flush the buffers of process %d: %s\n", (int)pid, msg);
 		if (!attached_process_alive(r))
@@ -998,16 +1033,240 @@ static int record_attach(struct rec *r)
 	status = 0;
 	if (exited)
 		fprintf(stderr, PFX "process %d exited\n", (int)pid);
-undo:
-	release_reader(r);
-	if (r->turned_on && attached_process_alive(r)) {
-		/* Leave the program as we found it: off, without buffers. */
-		k = ctl_request(&r->ctl, CTL_OP_OFF, 1, 0, NULL, 0, 5000, msg, sizeof(msg));
-		if (k < 0)
-			fprintf(stderr, PFX "cannot switch tracing off in process %d: %s\n", (int)pid, msg);
-	}
+out:
+	live_detach(r, PFX);
 	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
 		rmdir(r->outdir);
 	cleanup(r);
+	return status;
+}
+
+/* ---- show: follow a live program ------------------------------------------ */
+
+/*
+ * `ringtrace show PID` is `record -p` printing instead of writing: each
+ * round it takes the closed sub-buffers and peeks at the open ones
+ * (rb_reader_peek), decodes them against metadata generated in memory,
+ * and prints the events it has not printed yet, in `dump`'s format,
+ * sorted by time within the round. Losses are printed from the program's
+ * counters as they grow.
+ */
+struct show_pkt {
+	char *data;
+	size_t len;
+	uint32_t cpu;
+	uint64_t seq;
+	uint64_t skip;               /* event items already printed */
+	int peek;
+	uint64_t seen;               /* event items in it */
+};
+
+struct show_cpu {
+	uint64_t seq;                /* packet partly printed (peeked), or ~0 */
+	uint64_t printed;
+};
+
+#define SHOW_PFX "ringtrace show: "
+
+static int show_add(struct show_pkt **v, size_t *n, size_t *cap, const struct rb_packet *pkt, int peek,
+		    struct show_cpu *sc)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct show_pkt *nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	struct show_pkt *p = &(*v)[*n];
+	p->data = malloc(pkt->len);
+	if (!p->data)
+		return -ENOMEM;
+	memcpy(p->data, pkt->data, pkt->len);
+	p->len = pkt->len;
+	p->cpu = pkt->cpu;
+	uint64_t seq;
+	memcpy(&seq, pkt->data + 64, 8);
+	p->seq = seq;
+	p->skip = sc->seq == seq ? sc->printed : 0;
+	p->peek = peek;
+	p->seen = 0;
+	(*n)++;
+	return 0;
+}
+
+static void show_lost(struct rec *r, uint64_t *prev)
+{
+	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
+		struct ringtrace__rb_cpu *cc = r->rb->cpu[c].ctl;
+		uint64_t v[3] = { cc->lost_full, cc->lost_overwrite, cc->lost_too_big + cc->lost_nocpu };
+		static const char *const why[3] = { "buffer full", "overwritten", "too big or no rseq" };
+		for (int k = 0; k < 3; k++) {
+			if (v[k] > prev[c * 3 + k])
+				printf("ringtrace: %llu events lost on cpu %u (%s)\n",
+				       (unsigned long long)(v[k] - prev[c * 3 + k]), c, why[k]);
+			prev[c * 3 + k] = v[k];
+		}
+	}
+}
+
+static int show_round(struct rec *r, struct show_cpu *sc, struct ctf_buf *line)
+{
+	struct show_pkt *v = NULL;
+	size_t n = 0, cap = 0;
+	struct rb_packet pkt;
+	uint64_t end_ts = ringtrace__now(r->rb);
+	int ret = 0;
+	for (uint32_t c = 0; c < r->rb->ncpus && ret == 0; c++) {
+		while (ret == 0 && rb_reader_get(r->reader, c, &pkt) > 0) {
+			ret = show_add(&v, &n, &cap, &pkt, 0, &sc[c]);
+			rb_reader_put(r->reader, c);
+		}
+		if (ret == 0 && rb_reader_peek(r->reader, c, payload_size, r, end_ts, &pkt) > 0)
+			ret = show_add(&v, &n, &cap, &pkt, 1, &sc[c]);
+	}
+	if (n == 0 || ret < 0)
+		goto out;
+	char *meta = NULL;
+	size_t mlen = 0;
+	r->meta_mem = open_memstream(&meta, &mlen);
+	if (!r->meta_mem) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	write_metadata(r, 0);
+	fclose(r->meta_mem);
+	r->meta_mem = NULL;
+	struct rd_mem_stream *ms = calloc(n, sizeof(*ms));
+	char (*names)[32] = calloc(n, sizeof(*names));
+	struct rd_trace *t = NULL;
+	char err[512];
+	if (!ms || !names) {
+		ret = -ENOMEM;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			snprintf(names[i], sizeof(names[i]), "stream_%u.%zu", v[i].cpu, i);
+			ms[i].name = names[i];
+			ms[i].data = v[i].data;
+			ms[i].size = v[i].len;
+		}
+		if (rd_trace_open_mem(meta, mlen, ms, n, &t, err, sizeof(err)) < 0) {
+			fprintf(stderr, SHOW_PFX "cannot decode the program's events: %s\n", err);
+			ret = -EBADMSG;
+		}
+	}
+	struct rd_item it;
+	while (t && rd_trace_next(t, &it) > 0) {
+		if (it.kind != RD_ITEM_EVENT)
+			continue; /* losses come from the program's counters */
+		struct show_pkt *p = &v[it.stream];
+		if (p->seen++ < p->skip)
+			continue;
+		if (!strcmp(it.ec->name, "ringtrace:thread") || !strcmp(it.ec->name, "ringtrace:thread_name"))
+			continue;
+		ctf_buf_reset(line);
+		dump_format_item(line, &it);
+		ctf_buf_putc(line, '\n');
+		if (!line->err && fwrite(line->data, 1, line->len, stdout) != line->len) {
+			ret = -EPIPE;
+			break;
+		}
+	}
+	if (t)
+		rd_trace_close(t);
+	free(ms);
+	free(names);
+	free(meta);
+	for (size_t i = 0; i < n; i++) {
+		struct show_cpu *c = &sc[v[i].cpu];
+		if (v[i].peek) {
+			c->seq = v[i].seq;
+			c->printed = v[i].seen > v[i].skip ? v[i].seen : v[i].skip;
+		} else if (c->seq == v[i].seq) {
+			c->seq = ~UINT64_C(0);
+			c->printed = 0;
+		}
+	}
+	if (fflush(stdout) != 0)
+		ret = -EPIPE;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(v[i].data);
+	free(v);
+	return ret;
+}
+
+int cmd_show(int argc, char **argv)
+{
+	struct rec r = { 0 };
+	r.shm_fd = -1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: ringtrace show PID|NAME\n\n"
+			       "  Follows a running program and prints its events as they come, in the\n"
+			       "  format of 'ringtrace dump', until Ctrl-C or until the program exits.\n"
+			       "  Tracing is switched on if it was off, and off again at the end.\n");
+			return 0;
+		}
+		if (argv[i][0] == '-' || r.attach_spec) {
+			fprintf(stderr, SHOW_PFX "unexpected argument '%s' (usage: ringtrace show PID|NAME)\n", argv[i]);
+			return 2;
+		}
+		r.attach_spec = argv[i];
+	}
+	if (!r.attach_spec) {
+		fprintf(stderr, SHOW_PFX "no process given (usage: ringtrace show PID|NAME)\n");
+		return 2;
+	}
+	int status = 1;
+	struct show_cpu *sc = NULL;
+	uint64_t *lost = NULL;
+	struct ctf_buf line;
+	ctf_buf_init(&line);
+	if (live_attach(&r, SHOW_PFX) < 0)
+		goto out;
+	sc = calloc(r.rb->ncpus, sizeof(*sc));
+	lost = calloc(r.rb->ncpus * 3, sizeof(*lost));
+	if (!sc || !lost)
+		goto out;
+	for (uint32_t c = 0; c < r.rb->ncpus; c++) {
+		sc[c].seq = ~UINT64_C(0);
+		struct ringtrace__rb_cpu *cc = r.rb->cpu[c].ctl;
+		lost[c * 3] = cc->lost_full;
+		lost[c * 3 + 1] = cc->lost_overwrite;
+		lost[c * 3 + 2] = cc->lost_too_big + cc->lost_nocpu;
+	}
+	fprintf(stderr, SHOW_PFX "following '%s' (pid %d); Ctrl-C stops\n", r.comm, (int)r.child);
+	uint64_t last_scan = 0;
+	int exited = 0;
+	while (!got_term) {
+		read_registry(&r);
+		uint64_t now = mono_ms();
+		if (now - last_scan >= 200) {
+			scan_threads(&r);
+			last_scan = now;
+		}
+		if (show_round(&r, sc, &line) == -EPIPE)
+			break; /* the reader of our output went away */
+		show_lost(&r, lost);
+		if (!attached_process_alive(&r)) {
+			exited = 1;
+			break;
+		}
+		rb_reader_wait(r.reader, 100);
+	}
+	if (exited) {
+		/* No writer is left: what the last round did not see. */
+		show_round(&r, sc, &line);
+		fprintf(stderr, SHOW_PFX "process %d exited\n", (int)r.child);
+	}
+	status = 0;
+out:
+	live_detach(&r, SHOW_PFX);
+	ctf_buf_free(&line);
+	free(sc);
+	free(lost);
+	cleanup(&r);
 	return status;
 }

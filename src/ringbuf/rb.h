@@ -115,6 +115,15 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu);
 int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg,
 		      uint64_t end_ts, struct rb_packet *pkt);
 
+/*
+ * While writers run: a private copy of the sub-buffer the reader would take
+ * next (usually the open one), cut at the first record not written yet.
+ * Nothing is taken: the same records come again, with more, from the next
+ * peek and finally from rb_reader_get(). Returns 1 with *pkt, or 0.
+ */
+int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg, uint64_t end_ts,
+		   struct rb_packet *pkt);
+
 /* Counters of the consumer. */
 struct rb_reader_stats {
 	uint64_t packets;

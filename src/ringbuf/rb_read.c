@@ -406,3 +406,65 @@ void rb_reader_wait(struct rb_reader *r, int timeout_ms)
 	syscall(SYS_futex, w, FUTEX_WAIT, 1, &ts, NULL, 0);
 	__atomic_store_n(w, 0, __ATOMIC_RELAXED);
 }
+
+/* Lowest address first, one 8-byte load at a time: a record's header
+ * precedes its payload and is stored after it (x86 keeps stores in order
+ * and loads in order), so a header seen non-zero here has its payload
+ * copied whole. memcpy makes no such promise about its order. */
+static void forward_copy(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(src + i), __ATOMIC_RELAXED);
+		memcpy(dst + i, &v, 8);
+	}
+	for (; i < n; i++)
+		dst[i] = __atomic_load_n(src + i, __ATOMIC_RELAXED);
+}
+
+int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg, uint64_t end_ts,
+		   struct rb_packet *pkt)
+{
+	struct ringtrace__rb *rb = r->rb;
+	if (cpu >= rb->ncpus)
+		return -EINVAL;
+	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	struct rb_rcpu *rc = &r->cpu[cpu];
+	uint64_t sb = rb->sb_mask + 1;
+	if (rc->held)
+		return 0;
+	uint64_t pos = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK;
+	uint64_t dist = (pos - rc->rpos) & RINGTRACE__POS_MASK;
+	if (dist == 0 || dist > rb->buf_mask + 1)
+		return 0;
+	uint64_t rpos = rc->rpos;
+	struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, rpos)];
+	uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	if (RINGTRACE__OWN_LAP(ow) != rb_lap_tag(rb, rpos) || RINGTRACE__OWN_READ(ow) || (ow & RB_OWN_ZEROING))
+		return 0;
+	uint64_t bound = dist < sb ? dist : sb;
+	forward_copy(r->copy, pc->data + (rpos & rb->buf_mask), bound);
+	uint32_t magic;
+	memcpy(&magic, r->copy, 4);
+	if (magic != 0xC1FC1FC1u || bound < RINGTRACE__PKT_HDR)
+		return 0; /* its opener has not written the header yet */
+	/* Still the same lap: the copy is of this sub-buffer (overwrite mode
+	 * reuses a slot only once it is closed, and we looked at it open). */
+	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != ow)
+		return 0;
+	uint64_t events;
+	size_t keep = walk_records(r->copy, bound, fn, arg, &events);
+	char *h = r->copy;
+	uint64_t v = keep * 8;
+	memcpy(h + 48, &v, 8);
+	memcpy(h + 56, &v, 8);
+	memcpy(h + 40, &end_ts, 8);
+	v = rb_cpu_discarded(pc->ctl);
+	memcpy(h + 72, &v, 8);
+	pkt->data = r->copy;
+	pkt->len = keep;
+	pkt->events = events;
+	pkt->cpu = cpu;
+	pkt->salvaged = 1;
+	return 1;
+}
