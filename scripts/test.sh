@@ -111,10 +111,17 @@ unit gcc build
 unit clang build-clang
 [ -x build/tests/stress_ringbuf ] && stress gcc build/tests/stress_ringbuf 200000
 [ -x build/tests/stress_stackmap ] && check "gcc stress stackmap" timeout 600 build/tests/stress_stackmap
+if [ -x build/tests/stress_rcu ]; then
+	check "gcc stress grace periods (rseq)" timeout 600 build/tests/stress_rcu
+	check "gcc stress grace periods (atomic)" timeout 600 build/tests/stress_rcu --no-rseq --swaps 200
+fi
 
 echo "# end-to-end"
 if [ -x tests/e2e/run.sh ]; then
 	suite "end-to-end (gcc build)" tests/e2e/run.sh build
+fi
+if [ -x tests/e2e/live.sh ]; then
+	suite "live control end-to-end (gcc build)" tests/e2e/live.sh build
 fi
 
 echo "# ASan + UBSan"
@@ -122,6 +129,7 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 	unit asan build-asan
 	[ -x build-asan/tests/stress_ringbuf ] && stress asan build-asan/tests/stress_ringbuf 50000
 	[ -x build-asan/tests/stress_stackmap ] && check "asan stress stackmap" timeout 600 build-asan/tests/stress_stackmap
+	[ -x build-asan/tests/stress_rcu ] && check "asan stress grace periods" timeout 600 build-asan/tests/stress_rcu --swaps 200
 	if [ -x tests/e2e/run.sh ]; then
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
 	fi
@@ -129,9 +137,11 @@ fi
 
 echo "# TSan"
 if check "tsan build" make -j"$JOBS" CC=clang SAN=thread WERROR=1 build-tsan/tests/stress_ringbuf \
-	$( [ -f tests/stress/stress_stackmap.c ] && echo build-tsan/tests/stress_stackmap ); then
+	$( [ -f tests/stress/stress_stackmap.c ] && echo build-tsan/tests/stress_stackmap ) \
+	build-tsan/tests/stress_rcu; then
 	stress tsan build-tsan/tests/stress_ringbuf 30000
 	[ -x build-tsan/tests/stress_stackmap ] && check "tsan stress stackmap" timeout 600 build-tsan/tests/stress_stackmap
+	check "tsan stress grace periods" timeout 600 build-tsan/tests/stress_rcu --swaps 100
 fi
 
 echo "# fuzz smoke"

@@ -403,10 +403,14 @@ abort:
  * opening a sub-buffer, extended headers, retries after preemption, no
  * rseq) is the out-of-line slow path.
  */
+/* The store is release (a plain store on x86): the library's acquire load
+ * that sees the count drop orders every access of the probe before it
+ * unmaps a region. The ordering of the increment before the load of the
+ * region comes from the library's membarrier(). */
 RINGTRACE__INLINE void ringtrace__nest_add(uint32_t v)
 {
 	__atomic_store_n(&ringtrace__tls.nest, __atomic_load_n(&ringtrace__tls.nest, __ATOMIC_RELAXED) + v,
-			 __ATOMIC_RELAXED);
+			 __ATOMIC_RELEASE);
 }
 
 RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,

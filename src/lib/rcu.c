@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -97,21 +99,61 @@ int rcu_register_thread(void)
 	}
 }
 
-static int any_busy(void)
+struct pending {
+	struct ringtrace__tls **slot;
+	struct ringtrace__tls *t;
+};
+
+/* Threads inside a probe now (after the membarrier): each must be seen
+ * out of it once. A thread that leaves and enters again loads the new
+ * value of ringtrace__rb_current, so it need not be waited for again:
+ * waiting for all counters to be zero at the same moment would starve
+ * behind busy threads. */
+static int collect(struct pending **ret, size_t *ret_n)
 {
 	const struct ringtrace__tls *me = &ringtrace__tls;
-	int busy = 0;
+	struct pending *v = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
 	pthread_mutex_lock(&exit_lock);
-	for (struct rcu_chunk *c = &first; c && !busy; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
+	for (struct rcu_chunk *c = &first; c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
 		for (unsigned i = 0; i < CHUNK_SLOTS; i++) {
 			struct ringtrace__tls *t = __atomic_load_n(&c->slot[i], __ATOMIC_ACQUIRE);
-			if (t && t != me && __atomic_load_n(&t->nest, __ATOMIC_RELAXED) != 0) {
-				busy = 1;
-				break;
+			if (!t || t == me || __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE) == 0)
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct pending *nv = realloc(v, nc * sizeof(*nv));
+				if (!nv) {
+					r = -ENOMEM;
+					goto out;
+				}
+				v = nv;
+				cap = nc;
 			}
+			v[n].slot = &c->slot[i];
+			v[n].t = t;
+			n++;
 		}
+out:
 	pthread_mutex_unlock(&exit_lock);
-	return busy;
+	*ret = v;
+	*ret_n = n;
+	return r;
+}
+
+/* Drop the threads seen out of their probe (or gone); how many remain. */
+static size_t recheck(struct pending *v, size_t n)
+{
+	size_t k = 0;
+	pthread_mutex_lock(&exit_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct ringtrace__tls *t = __atomic_load_n(v[i].slot, __ATOMIC_ACQUIRE);
+		if (t == v[i].t && __atomic_load_n(&t->nest, __ATOMIC_ACQUIRE) != 0)
+			v[k++] = v[i];
+	}
+	pthread_mutex_unlock(&exit_lock);
+	return k;
 }
 
 int rcu_synchronize(int timeout_ms)
@@ -122,18 +164,36 @@ int rcu_synchronize(int timeout_ms)
 	 * its next load of ringtrace__rb_current sees what we stored before. */
 	if (sys_membarrier(mb_cmd) != 0)
 		return -ENOSYS;
+	struct pending *v;
+	size_t n;
+	if (collect(&v, &n) < 0) {
+		free(v);
+		return -ENOMEM;
+	}
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		if (!any_busy())
-			return 0;
+	int ret = 0;
+	for (unsigned round = 0; n > 0; round++) {
+		n = recheck(v, n);
+		if (n == 0)
+			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		int64_t ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-		if (ms >= timeout_ms)
-			return -ETIMEDOUT;
-		struct timespec d = { 0, 200000 };
-		nanosleep(&d, NULL);
+		if (ms >= timeout_ms) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		/* A probe lasts nanoseconds unless its thread was preempted:
+		 * look again at once a few times, then let it run. */
+		if (round < 64) {
+			sched_yield();
+		} else {
+			struct timespec d = { 0, 100000 };
+			nanosleep(&d, NULL);
+		}
 	}
+	free(v);
+	return ret;
 }
 
 void rcu_after_fork_child(void)

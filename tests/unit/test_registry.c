@@ -125,7 +125,12 @@ static void test_attach_publishes_and_selects(void **state)
 	assert_int_equal(rb_region_init(mem, size, &p), 0);
 	struct ringtrace__rb *rb;
 	assert_int_equal(rb_view_open(mem, size, &rb), 0);
+	/* What the library does when started by `ringtrace record`. */
+	reg_select_patterns(rb->hdr->patterns, sizeof(rb->hdr->patterns));
 	reg_attach(rb);
+	assert_null(ringtrace__rb_current); /* attached, not yet on */
+	assert_int_equal(a_req.enabled, 0);
+	reg_tracing(1);
 	assert_ptr_equal(ringtrace__rb_current, rb);
 	assert_int_equal(a_req.enabled, 1);
 	assert_int_equal(b_req.enabled, 1);
@@ -167,6 +172,23 @@ static void test_attach_publishes_and_selects(void **state)
 	ringtrace__unregister_section(obj_a, obj_a + 2);
 	assert_int_equal(a_req.enabled, 0);
 	assert_int_equal(b_req.enabled, 1); /* the other object still has it */
+
+	/* Live control: rules apply in order, to events present and later. */
+	assert_int_equal(reg_rule("*:request", 0), 1); /* app:request (c:request was refused) */
+	assert_int_equal(b_req.enabled, 0);
+	assert_int_equal(late.enabled, 1);
+	assert_int_equal(reg_rule("app:*", 1), 3);
+	assert_int_equal(b_req.enabled, 1);
+	assert_int_equal(a_tick.enabled, 0); /* its object is unloaded */
+	assert_int_equal(reg_rule("nobody:*", 1), 0);
+	/* The global switch: every descriptor off, selection kept. */
+	reg_tracing(0);
+	assert_null(ringtrace__rb_current);
+	assert_int_equal(b_req.enabled, 0);
+	assert_int_equal(late.enabled, 0);
+	reg_tracing(1);
+	assert_int_equal(b_req.enabled, 1);
+	assert_int_equal(c_other.enabled, 0); /* lib:other still not selected */
 
 	/* Reloading keeps the id. */
 	uint32_t id = b_req.id;

@@ -1,0 +1,178 @@
+/*
+ * test_ctl.c - the controller's side of the control block against hostile
+ * input: patterns, registry logs, damaged or foreign blocks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ctl/ctl_client.h"
+
+static void test_patterns(void **state)
+{
+	(void)state;
+	const char *good[] = { "app:*", "*:request_*", "*", "db:query", "a[bc]:x", "app:req?" };
+	const char *bad[] = { "", "app", "app:x y", "a:b:c", "app:[x", "app:\x01", "app:x\\", "app:\xc3\xa9" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(ctl_pattern_valid(good[i]), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(ctl_pattern_valid(bad[i]), -EINVAL);
+	char longp[300];
+	memset(longp, 'a', sizeof(longp));
+	longp[0] = '*';
+	longp[sizeof(longp) - 1] = 0;
+	assert_int_equal(ctl_pattern_valid(longp), -EINVAL);
+}
+
+/* Append an entry the way the library does (docs/design.md section 4). */
+static size_t put_entry(char *log, size_t pos, uint32_t kind, uint32_t id, const char *const *s, int n)
+{
+	size_t len = 16;
+	for (int i = 0; i < n; i++)
+		len += strlen(s[i]) + 1;
+	len = (len + 7) & ~(size_t)7;
+	uint32_t w[4] = { (uint32_t)len, kind, id, 0 };
+	memset(log + pos, 0, len);
+	memcpy(log + pos, w, 16);
+	size_t off = 16;
+	for (int i = 0; i < n; i++) {
+		memcpy(log + pos + off, s[i], strlen(s[i]) + 1);
+		off += strlen(s[i]) + 1;
+	}
+	return pos + len;
+}
+
+static void test_log(void **state)
+{
+	(void)state;
+	char log[512];
+	const char *ev[4] = { "app", "req", "u32 id", "x.c:1 in prog" };
+	const char *msg[1] = { "hello" };
+	size_t used = put_entry(log, 0, 1, 3, ev, 4);
+	used = put_entry(log, used, 2, 0, msg, 1);
+	uint64_t pos = 0;
+	struct ctl_log_entry e;
+	assert_int_equal(ctl_log_next(log, used, &pos, &e), 1);
+	assert_int_equal(e.kind, 1);
+	assert_int_equal(e.id, 3);
+	assert_int_equal(e.n, 4);
+	assert_string_equal(e.s[1], "req");
+	assert_int_equal(ctl_log_next(log, used, &pos, &e), 1);
+	assert_int_equal(e.kind, 2);
+	assert_string_equal(e.s[0], "hello");
+	assert_int_equal(ctl_log_next(log, used, &pos, &e), 0);
+
+	/* A size that is not a multiple of 8, too small, or past the end. */
+	uint32_t bad[] = { 13, 8, 4096 };
+	for (size_t i = 0; i < 3; i++) {
+		char l2[512];
+		memcpy(l2, log, used);
+		memcpy(l2, &bad[i], 4);
+		pos = 0;
+		assert_int_equal(ctl_log_next(l2, used, &pos, &e), -EBADMSG);
+	}
+	/* Strings without their NUL: never read past the entry. */
+	char l3[32];
+	uint32_t w[4] = { 32, 1, 5, 0 };
+	memcpy(l3, w, 16);
+	memset(l3 + 16, 'A', 16);
+	pos = 0;
+	assert_int_equal(ctl_log_next(l3, 32, &pos, &e), 1);
+	assert_int_equal(e.n, 0);
+}
+
+static char path[64];
+
+static void write_block(const void *data, size_t len)
+{
+	unlink(path);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)len), 0);
+	if (data)
+		assert_int_equal(pwrite(fd, data, len < CTL_TOTAL ? len : CTL_TOTAL, 0), (ssize_t)(len < CTL_TOTAL ? len : CTL_TOTAL));
+	close(fd);
+}
+
+static void test_damaged_blocks(void **state)
+{
+	(void)state;
+	snprintf(path, sizeof(path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)getpid());
+	struct ctl_handle h;
+	char err[512];
+
+	/* Wrong size. */
+	write_block(NULL, 100);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "damaged"));
+
+	/* Right size, garbage. */
+	char *junk = malloc(CTL_TOTAL);
+	assert_non_null(junk);
+	for (size_t i = 0; i < CTL_TOTAL; i++)
+		junk[i] = (char)(i * 131 + 7);
+	write_block(junk, CTL_TOTAL);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+
+	/* A well-formed block of another version. */
+	struct ctl_block *b = (struct ctl_block *)(void *)junk;
+	memset(junk, 0, CTL_TOTAL);
+	b->magic = CTL_MAGIC;
+	b->version = CTL_VERSION + 1;
+	b->header_size = sizeof(*b);
+	write_block(junk, CTL_TOTAL);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EPROTO);
+
+	/* Valid layout but offsets moved, or another pid inside. */
+	b->version = CTL_VERSION;
+	b->total_size = CTL_TOTAL;
+	b->reg_off = CTL_REG_OFF + 8;
+	b->reg_size = CTL_REG_SIZE;
+	b->en_off = CTL_EN_OFF;
+	b->en_count = CTL_MAX_IDS;
+	b->pid = (uint32_t)getpid();
+	write_block(junk, CTL_TOTAL);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	b->reg_off = CTL_REG_OFF;
+	b->pid = (uint32_t)getpid() + 1;
+	write_block(junk, CTL_TOTAL);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+
+	/* Well formed, but not published by this process (it does not map
+	 * it and its start time differs): stale. */
+	b->pid = (uint32_t)getpid();
+	b->start_time = 1;
+	write_block(junk, CTL_TOTAL);
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "stale"));
+	unlink(path);
+	free(junk);
+
+	/* No block at all; a pid that does not exist. */
+	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "does not use libringtrace"));
+	pid_t none;
+	assert_int_equal(ctl_resolve("0", &none, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ctl_resolve("12x", &none, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ctl_resolve("no-such-program-name", &none, err, sizeof(err)), -ESRCH);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_patterns),
+		cmocka_unit_test(test_log),
+		cmocka_unit_test(test_damaged_blocks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
