@@ -872,6 +872,10 @@ int cmd_record(int argc, char **argv)
 			rb_reader_wait(r.reader, exited ? 20 : 100);
 	}
 	child_pid_for_signal = 0;
+	/* A program killed by a signal leaves its control block behind. */
+	ctl_remove_if_stale(r.child);
+	if (r.rb->hdr->attached_pid && (pid_t)r.rb->hdr->attached_pid != r.child)
+		ctl_remove_if_stale((pid_t)r.rb->hdr->attached_pid);
 
 	finish(&r, 1);
 

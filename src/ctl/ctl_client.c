@@ -456,3 +456,22 @@ void ctl_ring_release_reader(struct ringtrace__rb *rb)
 	 * can claim the region. */
 	__atomic_compare_exchange_n(&rb->hdr->reader_pid, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
+
+int ctl_remove_if_stale(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && geteuid() != 0))
+		return 0;
+	struct ctl_handle h;
+	char err[256];
+	int r = ctl_open(pid, &h, err, sizeof(err));
+	if (r == 0) {
+		ctl_close(&h);
+		return 0; /* alive: not ours to remove */
+	}
+	if (r != -ESRCH)
+		return 0; /* damaged or foreign: leave it for a human */
+	return unlink(path) == 0 ? 1 : -errno;
+}

@@ -42,7 +42,7 @@ TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/ringtrace-e2e.XXXXXX") || exit 1
 shm_list() {
 	local d
 	for d in /dev/shm ${XDG_RUNTIME_DIR:+"$XDG_RUNTIME_DIR"}; do
-		[ -d "$d" ] && find "$d" -maxdepth 1 -name 'ringtrace-*' 2>/dev/null
+		[ -d "$d" ] && find "$d" -maxdepth 1 \( -name 'ringtrace-*' -o -name 'ringtrace.ctl.*' \) 2>/dev/null
 	done | sort -u
 }
 SHM_BEFORE=$(shm_list)
@@ -124,6 +124,10 @@ plain() {
 	shift
 	{ timeout -k 5 $LIM "$@" >"$tag.out" 2>"$tag.err"; } 2>/dev/null
 	RC=$?
+	# A program killed by a signal outside any recorder leaves its
+	# control block behind (by design): remove it as a user would.
+	[ $RC -gt 128 ] && "$RT" ps --clean >/dev/null 2>&1
+	return 0
 }
 
 # bt DIR: babeltrace2 DIR into DIR.bt/DIR.bterr; status in BTRC.
@@ -1106,7 +1110,7 @@ t_shm() {
 		why "left behind: $f"
 		rm -f "$f"
 	done
-	finish "no ringtrace-* files left in /dev/shm or \$XDG_RUNTIME_DIR"
+	finish "no ringtrace-* or ringtrace.ctl.* files left in /dev/shm or \$XDG_RUNTIME_DIR"
 }
 
 run() {
