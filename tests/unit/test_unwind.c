@@ -1,0 +1,749 @@
+/*
+ * test_unwind.c - stack capture (src/unwind): both methods against a
+ * known chain of 22 frames whose return addresses the chain records
+ * itself (__builtin_return_address at every level, so the expected stack
+ * is exact, not a guess), depth limits and skip, argument checks, a
+ * capture from a signal handler that interrupted a known function (the
+ * walk must cross the signal frame back into the chain), a SIGPROF storm
+ * at threads that malloc, dlopen/dlclose and dl_iterate_phdr in a loop
+ * (under a watchdog: a deadlock fails the test instead of hanging it),
+ * libunwind finishing while another thread holds the loader's lock (the
+ * registered unwind tables at work), the per-thread rule for libunwind's
+ * dynamic TLS, and forged frame-pointer chains that must stop cleanly.
+ *
+ * Built with -fno-omit-frame-pointer -fno-optimize-sibling-calls
+ * (mk/stack.mk): the chain keeps its frames for the FP walk.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "unwind/unwind.h"
+
+#define NCHAIN 20                    /* chain_0 .. chain_19, then the leaf */
+#define STORM_SECS 3
+#define WATCHDOG_SECS 90
+
+/* ---- the chain ------------------------------------------------------------ */
+
+struct chain;
+typedef int (*chain_fn)(struct chain *);
+
+struct chain {
+	int method;
+	/* ra[i]: return address into the caller of level i (level NCHAIN is
+	 * the leaf); ra[0] points into the function that started the chain. */
+	uintptr_t ra[NCHAIN + 1];
+	chain_fn leaf;
+	/* Filled by the capturing leaf. */
+	uintptr_t full[RT_UNWIND_MAX_DEPTH];
+	int nfull;
+	uintptr_t part[RT_UNWIND_MAX_DEPTH];
+	int npart;
+	int max, skip;
+	/* The spinning leaf, for the signal test. */
+	volatile int spinning;
+	volatile int done;
+};
+
+#define CHAIN_DECL(i) static int chain_##i(struct chain *c);
+#define CHAIN_LIST(X)                                                                            \
+	X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)     \
+	X(16) X(17) X(18) X(19)
+CHAIN_LIST(CHAIN_DECL)
+static int chain_next(struct chain *c, int level);
+
+/* Each level records where it returns to and calls the next one through
+ * a table (no inlining), then does work after the call (no tail call). */
+#define CHAIN_DEF(i)                                                                              \
+	__attribute__((noinline)) static int chain_##i(struct chain *c)                          \
+	{                                                                                         \
+		c->ra[i] = (uintptr_t)__builtin_return_address(0);                               \
+		int r = chain_next(c, i + 1);                                                     \
+		__asm__ volatile("" ::: "memory");                                                \
+		return r + 1;                                                                     \
+	}
+CHAIN_LIST(CHAIN_DEF)
+
+#define CHAIN_PTR(i) chain_##i,
+static chain_fn const chain_fns[NCHAIN] = { CHAIN_LIST(CHAIN_PTR) };
+
+static int chain_next(struct chain *c, int level)
+{
+	return level < NCHAIN ? chain_fns[level](c) : c->leaf(c);
+}
+
+/* The leaf: a full capture and one with c->max / c->skip. */
+__attribute__((noinline)) static int leaf_capture(struct chain *c)
+{
+	c->ra[NCHAIN] = (uintptr_t)__builtin_return_address(0);
+	c->nfull = rt_unwind(c->full, RT_UNWIND_MAX_DEPTH, 0, c->method);
+	c->npart = rt_unwind(c->part, c->max, c->skip, c->method);
+	__asm__ volatile("" ::: "memory");
+	return c->nfull;
+}
+
+/* Starts the chain; noinline so that ra[0] is in a function we know. */
+__attribute__((noinline)) static int run_chain(struct chain *c)
+{
+	int r = chain_0(c);
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	int r = rt_unwind_init();
+	/* The library needs libunwind.so.8 (libunwind8, a dependency of
+	 * libunwind-dev) for half of these tests. */
+	if (r != 0)
+		fprintf(stderr, "rt_unwind_init: %s\n", strerror(-r));
+	return r == 0 ? 0 : -1;
+}
+
+/* ips[1..] must be the chain's return addresses, innermost first. */
+static void check_chain_frames(const struct chain *c, const uintptr_t *ips, int n)
+{
+	/* ips[0]: inside leaf_capture, the return address of rt_unwind. */
+	assert_true(n >= NCHAIN + 2);
+	assert_true(ips[0] > (uintptr_t)leaf_capture);
+	assert_true(ips[0] < (uintptr_t)leaf_capture + 4096);
+	for (int k = 1; k <= NCHAIN + 1; k++) {
+		if (ips[k] != c->ra[NCHAIN + 1 - k])
+			fail_msg("frame %d: 0x%lx, expected 0x%lx (level %d)", k, (unsigned long)ips[k],
+				 (unsigned long)c->ra[NCHAIN + 1 - k], NCHAIN + 1 - k);
+	}
+	/* The outermost recorded level returns into run_chain. */
+	assert_true(c->ra[0] > (uintptr_t)run_chain && c->ra[0] < (uintptr_t)run_chain + 4096);
+}
+
+static void chain_method(int method)
+{
+	struct chain c = { .method = method, .leaf = leaf_capture, .max = 5, .skip = 0 };
+	run_chain(&c);
+	check_chain_frames(&c, c.full, c.nfull);
+	/* Every level is distinct: 22 different return addresses. */
+	for (int i = 0; i <= NCHAIN; i++)
+		for (int j = i + 1; j <= NCHAIN; j++)
+			assert_true(c.ra[i] != c.ra[j]);
+	assert_int_equal(c.npart, 5);
+}
+
+static void test_chain_fp(void **state)
+{
+	(void)state;
+	chain_method(RT_UNWIND_FP);
+}
+
+static void test_chain_libunwind(void **state)
+{
+	(void)state;
+	chain_method(RT_UNWIND_LIBUNWIND);
+}
+
+static void depth_and_skip(int method)
+{
+	static const int maxes[] = { 1, 2, 5, 16, 22, 64 };
+	static const int skips[] = { 1, 2, 3, 7, 21, 64 };
+	for (size_t i = 0; i < sizeof(maxes) / sizeof(maxes[0]); i++) {
+		struct chain c = { .method = method, .leaf = leaf_capture, .max = maxes[i] };
+		run_chain(&c);
+		int want = maxes[i] < c.nfull ? maxes[i] : c.nfull;
+		assert_int_equal(c.npart, want);
+		/* ips[0] differs (two call sites in the leaf), the rest not. */
+		for (int k = 1; k < c.npart; k++)
+			assert_true(c.part[k] == c.full[k]);
+	}
+	for (size_t i = 0; i < sizeof(skips) / sizeof(skips[0]); i++) {
+		struct chain c = { .method = method, .leaf = leaf_capture, .max = 64, .skip = skips[i] };
+		run_chain(&c);
+		int want = c.nfull - skips[i];
+		if (want < 0)
+			want = 0;
+		assert_int_equal(c.npart, want);
+		for (int k = 0; k < c.npart; k++)
+			assert_true(c.part[k] == c.full[k + skips[i]]);
+	}
+	/* skip + max beyond the stack: what is left. */
+	struct chain c = { .method = method, .leaf = leaf_capture, .max = 4, .skip = NCHAIN };
+	run_chain(&c);
+	assert_int_equal(c.npart, 4);
+	assert_true(c.part[1] == c.ra[0]);
+}
+
+static void test_depth_skip_fp(void **state)
+{
+	(void)state;
+	depth_and_skip(RT_UNWIND_FP);
+}
+
+static void test_depth_skip_libunwind(void **state)
+{
+	(void)state;
+	depth_and_skip(RT_UNWIND_LIBUNWIND);
+}
+
+static void test_args(void **state)
+{
+	(void)state;
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH + 1];
+	int methods[] = { RT_UNWIND_FP, RT_UNWIND_LIBUNWIND };
+	for (size_t i = 0; i < 2; i++) {
+		int m = methods[i];
+		assert_int_equal(rt_unwind(ips, RT_UNWIND_MAX_DEPTH + 1, 0, m), -EINVAL);
+		assert_int_equal(rt_unwind(ips, -1, 0, m), -EINVAL);
+		assert_int_equal(rt_unwind(ips, 4, -1, m), -EINVAL);
+		assert_int_equal(rt_unwind(ips, 4, RT_UNWIND_MAX_SKIP + 1, m), -EINVAL);
+		assert_int_equal(rt_unwind(NULL, 1, 0, m), -EINVAL);
+		assert_int_equal(rt_unwind(NULL, 0, 0, m), 0);
+		assert_int_equal(rt_unwind(ips, 0, 0, m), 0);
+	}
+	assert_int_equal(rt_unwind(ips, 4, 0, 0), -EINVAL);
+	assert_int_equal(rt_unwind(ips, 4, 0, 3), -EINVAL);
+	assert_true(RT_UNWIND_DEFAULT == RT_UNWIND_FP || RT_UNWIND_DEFAULT == RT_UNWIND_LIBUNWIND);
+	/* errno is preserved. */
+	errno = 1234;
+	assert_true(rt_unwind(ips, 8, 0, RT_UNWIND_FP) > 0);
+	assert_true(rt_unwind(ips, 8, 0, RT_UNWIND_LIBUNWIND) > 0);
+	assert_int_equal(errno, 1234);
+	struct rt_unwind_info info;
+	assert_int_equal(rt_unwind_get_info(NULL), -EINVAL);
+	assert_int_equal(rt_unwind_get_info(&info), 0);
+	assert_int_equal(info.libunwind, 1);
+	/* The program, libc and the rest were registered (see unwind.c). */
+	assert_true(info.tables >= 3);
+	assert_int_equal(rt_unwind_init(), 0);      /* idempotent */
+}
+
+/* ---- a capture from a signal handler --------------------------------------- */
+
+static struct chain *sig_chain;
+static uintptr_t sig_ips[RT_UNWIND_MAX_DEPTH];
+static volatile int sig_n;
+
+static void sig_capture(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	struct chain *c = sig_chain;
+	if (!c || c->done)
+		return;
+	sig_n = rt_unwind(sig_ips, RT_UNWIND_MAX_DEPTH, 0, c->method);
+	c->done = 1;
+}
+
+/* The leaf for the signal test: spins until the handler has run. */
+__attribute__((noinline)) static int leaf_spin(struct chain *c)
+{
+	c->ra[NCHAIN] = (uintptr_t)__builtin_return_address(0);
+	c->spinning = 1;
+	while (!c->done)
+		__asm__ volatile("pause" ::: "memory");
+	return 1;
+}
+
+struct kicker {
+	pid_t tid;
+	struct chain *c;
+};
+
+static void *kick(void *arg)
+{
+	struct kicker *k = arg;
+	while (!k->c->spinning)
+		sched_yield();
+	/* Keep kicking: a signal that lands before the loop proper (or in a
+	 * page fault's return path) just finds done == 0 again. */
+	for (int i = 0; i < 20000 && !k->c->done; i++) {
+		syscall(SYS_tgkill, getpid(), k->tid, SIGPROF);
+		usleep(100);
+	}
+	return NULL;
+}
+
+static void signal_method(int method)
+{
+	struct sigaction sa = { .sa_sigaction = sig_capture, .sa_flags = SA_SIGINFO | SA_RESTART }, old;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGPROF, &sa, &old), 0);
+	struct chain c = { .method = method, .leaf = leaf_spin };
+	struct kicker k = { .tid = (pid_t)syscall(SYS_gettid), .c = &c };
+	sig_n = 0;
+	sig_chain = &c;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, kick, &k), 0);
+	run_chain(&c);
+	pthread_join(t, NULL);
+	sig_chain = NULL;
+	sigaction(SIGPROF, &old, NULL);
+	assert_true(c.done);
+	int n = sig_n;
+	assert_true(n > NCHAIN);
+	/* Somewhere past the handler's frames: the interrupted instruction in
+	 * leaf_spin, then leaf_spin's return address and the whole chain. */
+	int j = -1;
+	for (int i = 0; i < n; i++)
+		if (sig_ips[i] == c.ra[NCHAIN]) {
+			j = i;
+			break;
+		}
+	if (j < 1)
+		fail_msg("leaf_spin's return address not in the %d frames captured in the handler", n);
+	assert_true(sig_ips[j - 1] >= (uintptr_t)leaf_spin && sig_ips[j - 1] < (uintptr_t)leaf_spin + 4096);
+	assert_true(n - j >= NCHAIN + 1);
+	for (int k2 = 0; k2 <= NCHAIN; k2++)
+		assert_true(sig_ips[j + k2] == c.ra[NCHAIN - k2]);
+	/* The frame before the interrupted one is the sigreturn trampoline. */
+	if (method == RT_UNWIND_FP) {
+		struct rt_unwind_info info;
+		rt_unwind_get_info(&info);
+		assert_true(info.sigreturn != 0);
+		assert_true(j >= 2 && sig_ips[j - 2] == info.sigreturn);
+	}
+}
+
+static void test_signal_fp(void **state)
+{
+	(void)state;
+	signal_method(RT_UNWIND_FP);
+}
+
+static void test_signal_libunwind(void **state)
+{
+	(void)state;
+	signal_method(RT_UNWIND_LIBUNWIND);
+}
+
+/* ---- the storm ---------------------------------------------------------------- */
+
+#define STORM_TARGETS 8
+
+static struct {
+	volatile int stop;
+	pid_t tids[STORM_TARGETS];       /* 0: free slot */
+	unsigned long calls, ok_fp, ok_lu, eagain, ebusy, other, frames_fp, frames_lu;
+	char plugin[PATH_MAX];
+} storm;
+
+static void storm_handler(int sig)
+{
+	(void)sig;
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH];
+	unsigned long k = __atomic_fetch_add(&storm.calls, 1, __ATOMIC_RELAXED);
+	int method = (k & 1) ? RT_UNWIND_FP : RT_UNWIND_LIBUNWIND;
+	int n = rt_unwind(ips, RT_UNWIND_MAX_DEPTH, 0, method);
+	if (n > 0 && method == RT_UNWIND_FP) {
+		__atomic_fetch_add(&storm.ok_fp, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&storm.frames_fp, (unsigned long)n, __ATOMIC_RELAXED);
+	} else if (n > 0) {
+		__atomic_fetch_add(&storm.ok_lu, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&storm.frames_lu, (unsigned long)n, __ATOMIC_RELAXED);
+	} else if (n == -EAGAIN) {
+		__atomic_fetch_add(&storm.eagain, 1, __ATOMIC_RELAXED);
+	} else if (n == -EBUSY) {
+		__atomic_fetch_add(&storm.ebusy, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_add(&storm.other, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void watchdog(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_unwind: watchdog: the signal storm hung (deadlock)\n";
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	(void)r;
+	_exit(99);
+}
+
+static int storm_slot(pid_t tid)
+{
+	for (int i = 0; i < STORM_TARGETS; i++) {
+		pid_t none = 0;
+		if (__atomic_compare_exchange_n(&storm.tids[i], &none, tid, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			return i;
+	}
+	return -1;
+}
+
+static void storm_unslot(int i)
+{
+	if (i >= 0)
+		__atomic_store_n(&storm.tids[i], 0, __ATOMIC_SEQ_CST);
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	pid_t pid = getpid();
+	while (!storm.stop) {
+		for (int i = 0; i < STORM_TARGETS; i++) {
+			pid_t t = __atomic_load_n(&storm.tids[i], __ATOMIC_SEQ_CST);
+			/* Two signals, so that one handler can interrupt the
+			 * other on the same thread (the -EBUSY rule). */
+			if (t)
+				syscall(SYS_tgkill, pid, t, (i & 1) ? SIGUSR1 : SIGPROF);
+		}
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	++*(int *)arg;
+	return 0;
+}
+
+/* malloc/free of varied sizes, dlopen/dlclose, dl_iterate_phdr. */
+static void churn(int with_dl)
+{
+	void *keep[32] = { 0 };
+	unsigned x = 12345;
+	for (int i = 0; i < 2000 && !storm.stop; i++) {
+		x = x * 1103515245u + 12345u;
+		int s = (int)(x >> 16) % 32;
+		free(keep[s]);
+		keep[s] = malloc(((x >> 8) & 4095) + 1);
+		if (with_dl && i % 100 == 0) {
+			void *h = dlopen(storm.plugin, RTLD_NOW | RTLD_LOCAL);
+			if (h) {
+				int (*fn)(int) = (int (*)(int))dlsym(h, "fx_plugin_value");
+				if (fn)
+					x += (unsigned)fn(3);
+				dlclose(h);
+			}
+			int cnt = 0;
+			dl_iterate_phdr(count_cb, &cnt);
+		}
+	}
+	for (int s = 0; s < 32; s++)
+		free(keep[s]);
+}
+
+static void *worker(void *arg)
+{
+	int prepared = (int)(intptr_t)arg;
+	if (prepared)
+		rt_unwind_thread_init();
+	int slot = storm_slot((pid_t)syscall(SYS_gettid));
+	while (!storm.stop)
+		churn(0);
+	storm_unslot(slot);
+	return NULL;
+}
+
+/* Short-lived threads: each one's first capture happens in a handler. */
+static void *brief(void *arg)
+{
+	(void)arg;
+	int slot = storm_slot((pid_t)syscall(SYS_gettid));
+	churn(0);
+	storm_unslot(slot);
+	return NULL;
+}
+
+static void *spawner(void *arg)
+{
+	(void)arg;
+	while (!storm.stop) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, brief, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+static void test_storm(void **state)
+{
+	(void)state;
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(len > 0);
+	self[len] = '\0';
+	char *slash = strrchr(self, '/');
+	assert_non_null(slash);
+	*slash = '\0';
+	if ((size_t)snprintf(storm.plugin, sizeof(storm.plugin), "%.*s/sym/libfx_plugin.so",
+			     (int)(sizeof(storm.plugin) - 64), self) >= sizeof(storm.plugin))
+		fail_msg("path too long");
+	void *probe = dlopen(storm.plugin, RTLD_NOW | RTLD_LOCAL);
+	if (!probe)
+		fail_msg("cannot load the fixture %s: %s", storm.plugin, dlerror());
+	dlclose(probe);
+
+	struct sigaction sa = { .sa_handler = storm_handler, .sa_flags = SA_RESTART }, old, old1,
+			 wd = { .sa_handler = watchdog }, oldwd;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&wd.sa_mask);
+	assert_int_equal(sigaction(SIGPROF, &sa, &old), 0);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old1), 0);
+	assert_int_equal(sigaction(SIGALRM, &wd, &oldwd), 0);
+	alarm(WATCHDOG_SECS);
+
+	storm.stop = 0;
+	int main_slot = storm_slot((pid_t)syscall(SYS_gettid));
+	pthread_t sig, w1, w2, sp;
+	assert_int_equal(pthread_create(&w1, NULL, worker, (void *)(intptr_t)1), 0);
+	assert_int_equal(pthread_create(&w2, NULL, worker, (void *)(intptr_t)0), 0);
+	assert_int_equal(pthread_create(&sp, NULL, spawner, NULL), 0);
+	assert_int_equal(pthread_create(&sig, NULL, signaller, NULL), 0);
+	time_t end = time(NULL) + STORM_SECS;
+	unsigned long rounds = 0;
+	while (time(NULL) < end) {
+		churn(1);
+		rounds++;
+	}
+	storm.stop = 1;
+	pthread_join(sig, NULL);
+	pthread_join(w1, NULL);
+	pthread_join(w2, NULL);
+	pthread_join(sp, NULL);
+	storm_unslot(main_slot);
+	alarm(0);
+	sigaction(SIGALRM, &oldwd, NULL);
+	sigaction(SIGPROF, &old, NULL);
+	sigaction(SIGUSR1, &old1, NULL);
+
+	struct rt_unwind_info info;
+	rt_unwind_get_info(&info);
+	fprintf(stderr,
+		"storm: %lu rounds, %lu captures: fp ok %lu (%.1f frames), libunwind ok %lu "
+		"(%.1f frames), -EAGAIN %lu, -EBUSY %lu, other %lu (libunwind TLS %s)\n",
+		rounds, storm.calls, storm.ok_fp, storm.ok_fp ? (double)storm.frames_fp / storm.ok_fp : 0,
+		storm.ok_lu, storm.ok_lu ? (double)storm.frames_lu / storm.ok_lu : 0, storm.eagain,
+		storm.ebusy, storm.other, info.static_tls ? "static" : "dynamic");
+	assert_true(rounds > 0);
+	assert_true(storm.ok_fp > 100);
+	assert_true(storm.ok_lu > 100);
+	assert_int_equal(storm.other, 0);
+	/* Unprepared threads with dynamic TLS are the only -EAGAIN. */
+	if (info.static_tls)
+		assert_int_equal(storm.eagain, 0);
+}
+
+/* ---- libunwind while another thread holds the loader's lock ------------------- */
+
+static sem_t lock_held, lock_release, go;
+static volatile int cold_done;
+
+/* Functions unwound nowhere else in this process, so that no cache of
+ * libunwind (per thread or global) can know their addresses. */
+struct cold {
+	uintptr_t ra[3];
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH];
+	int n;
+};
+static struct cold cold;
+
+__attribute__((noinline)) static int cold_leaf(struct cold *c)
+{
+	c->ra[2] = (uintptr_t)__builtin_return_address(0);
+	c->n = rt_unwind(c->ips, RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
+	__asm__ volatile("" ::: "memory");
+	return c->n;
+}
+
+__attribute__((noinline)) static int cold_mid(struct cold *c)
+{
+	c->ra[1] = (uintptr_t)__builtin_return_address(0);
+	int r = cold_leaf(c);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+__attribute__((noinline)) static int cold_top(struct cold *c)
+{
+	c->ra[0] = (uintptr_t)__builtin_return_address(0);
+	int r = cold_mid(c);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+static int hold_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(void)arg;
+	sem_post(&lock_held);
+	while (sem_wait(&lock_release) != 0)
+		;
+	return 1;
+}
+
+static void *holder(void *arg)
+{
+	(void)arg;
+	dl_iterate_phdr(hold_cb, NULL);
+	return NULL;
+}
+
+static void *cold_thread(void *arg)
+{
+	(void)arg;
+	rt_unwind_thread_init();
+	while (sem_wait(&go) != 0)
+		;
+	/* Addresses no cache knows: each is looked up in the unwind tables. */
+	cold_top(&cold);
+	cold_done = 1;
+	return NULL;
+}
+
+static void test_loader_lock(void **state)
+{
+	(void)state;
+	sem_init(&lock_held, 0, 0);
+	sem_init(&lock_release, 0, 0);
+	sem_init(&go, 0, 0);
+	memset(&cold, 0, sizeof(cold));
+	cold_done = 0;
+	pthread_t a, b;
+	assert_int_equal(pthread_create(&a, NULL, cold_thread, NULL), 0);
+	assert_int_equal(pthread_create(&b, NULL, holder, NULL), 0);
+	while (sem_wait(&lock_held) != 0)
+		;
+	sem_post(&go);
+	for (int i = 0; i < 500 && !cold_done; i++)
+		usleep(10000);
+	int finished = cold_done;
+	sem_post(&lock_release);
+	pthread_join(b, NULL);
+	pthread_join(a, NULL);
+	if (!finished)
+		fail_msg("libunwind waited for the loader's lock (dl_iterate_phdr)");
+	assert_true(cold.n >= 4);
+	assert_true(cold.ips[1] == cold.ra[2] && cold.ips[2] == cold.ra[1] && cold.ips[3] == cold.ra[0]);
+}
+
+/* ---- libunwind's TLS rule ----------------------------------------------------- */
+
+static void *unprepared(void *arg)
+{
+	int *res = arg;
+	uintptr_t ips[8];
+	res[0] = rt_unwind(ips, 8, 0, RT_UNWIND_LIBUNWIND);
+	res[1] = rt_unwind_thread_init();
+	res[2] = rt_unwind(ips, 8, 0, RT_UNWIND_LIBUNWIND);
+	res[3] = rt_unwind(ips, 8, 0, RT_UNWIND_FP);
+	return NULL;
+}
+
+static void test_thread_init(void **state)
+{
+	(void)state;
+	struct rt_unwind_info info;
+	rt_unwind_get_info(&info);
+	int res[4] = { 0 };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, unprepared, res), 0);
+	pthread_join(t, NULL);
+	if (info.static_tls)
+		assert_true(res[0] > 0);
+	else
+		assert_int_equal(res[0], -EAGAIN);
+	assert_int_equal(res[1], 0);
+	assert_true(res[2] > 0);
+	assert_true(res[3] > 0);
+}
+
+/* ---- forged frame-pointer chains ------------------------------------------------ */
+
+#define SELF ((uintptr_t)1)
+
+/* Replace this frame's saved frame pointer by `bad` during an FP walk. */
+__attribute__((noinline)) static int forged(uintptr_t bad, uintptr_t *ips, uintptr_t *ret_ra)
+{
+	volatile uintptr_t *slot = (volatile uintptr_t *)__builtin_frame_address(0);
+	uintptr_t saved = *slot;
+	*ret_ra = (uintptr_t)__builtin_return_address(0);
+	*slot = bad == SELF ? (uintptr_t)slot : bad;
+	__asm__ volatile("" ::: "memory");
+	int n = rt_unwind(ips, RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_FP);
+	__asm__ volatile("" ::: "memory");
+	*slot = saved;
+	return n;
+}
+
+static void test_forged_chain(void **state)
+{
+	(void)state;
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH], ra;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	void *heap = malloc(64);
+	uintptr_t bads[] = {
+		0,                                       /* end of chain */
+		here + 4,                                /* misaligned */
+		here - 4096,                             /* below: not monotonic */
+		SELF,                                    /* a loop */
+		(uintptr_t)heap,                         /* outside the stack */
+		(uintptr_t)0x7ffffffff000ull,               /* above any stack, unmapped */
+		UINTPTR_MAX & ~(uintptr_t)15,            /* kernel half, wraps */
+		(uintptr_t)0x10,                         /* first page */
+	};
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		int n = forged(bads[i], ips, &ra);
+		if (n != 2)
+			fail_msg("case %zu (0x%lx): %d frames, expected 2", i, (unsigned long)bads[i], n);
+		assert_true(ips[1] == ra);
+	}
+	free(heap);
+
+	/* Frames forged above the walk: followed while they look valid, then
+	 * a frame pointing back down ends the walk. */
+	uintptr_t fake[6];
+	fake[0] = (uintptr_t)&fake[2];
+	fake[1] = 0x1234567;
+	fake[2] = (uintptr_t)&fake[4];
+	fake[3] = 0x2345678;
+	fake[4] = (uintptr_t)&fake[0];
+	fake[5] = 0x3456789;
+	int n = forged((uintptr_t)&fake[0], ips, &ra);
+	assert_int_equal(n, 5);
+	assert_true(ips[1] == ra);
+	assert_true(ips[2] == 0x1234567 && ips[3] == 0x2345678 && ips[4] == 0x3456789);
+	/* A return address of 0 ends it too. */
+	fake[3] = 0;
+	n = forged((uintptr_t)&fake[0], ips, &ra);
+	assert_int_equal(n, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_chain_fp),
+		cmocka_unit_test(test_chain_libunwind),
+		cmocka_unit_test(test_depth_skip_fp),
+		cmocka_unit_test(test_depth_skip_libunwind),
+		cmocka_unit_test(test_forged_chain),
+		cmocka_unit_test(test_thread_init),
+		cmocka_unit_test(test_signal_fp),
+		cmocka_unit_test(test_signal_libunwind),
+		cmocka_unit_test(test_loader_lock),
+		cmocka_unit_test(test_storm),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
