@@ -198,6 +198,14 @@ else
 	note "cannot build bench_stackmap"
 fi
 
+echo "== stack capture: ns per unwind (bench/unwind.sh)" >&2
+"$ROOT/bench/unwind.sh" "$BUILD" --runs 7 | grep -E '^(result|info)' >>"$RES" ||
+	note "no unwind figures"
+
+echo "== live control: enable latency, disabled cost with the control thread (bench/live_latency.sh)" >&2
+"$ROOT/bench/live_latency.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no live-control figures"
+
 {
 	echo "info load_after $(busy_pct)% of all CPUs busy during 1 s after the run; top: $(top_procs)"
 	echo "info steal $(( $(steal_ms) - STEAL0 )) ms of CPU time taken by the hypervisor during the $((SECONDS - T0)) s run"
@@ -347,6 +355,16 @@ END {
 if [ -s "$OUT/stackmap.txt" ]; then
 	echo "Stack map, ns per stackmap_get_id (median of 5; target, not asserted: 16-frame hit <= 25 ns)"
 	awk '/^result stackmap_/ { sub(/^stackmap_/, "", $2); printf "  %-28s %8.1f\n", $2, $3 }' "$OUT/stackmap.txt"
+	echo
+fi
+if grep -q '^result unwind_' "$RES"; then
+	echo "Stack capture, ns per unwind (median; default unwinder: libunwind, see docs/stack-capture.md)"
+	awk '/^result unwind_/ { sub(/^unwind_/, "", $2); printf "  %-28s %10s\n", $2, $3 }' "$RES"
+	echo
+fi
+if grep -q '^result live_' "$RES"; then
+	echo "Live control (bench/live_latency.sh)"
+	awk '/^result live_/ { sub(/^live_/, "", $2); printf "  %-34s %10s\n", $2, $3 }' "$RES"
 	echo
 fi
 echo "raw results: $RES; table: $OUT/table.txt"

@@ -361,7 +361,10 @@ static int simple(int argc, char **argv, const char *cmd, uint32_t op)
 			printf("tracing off in process %d\n", (int)h.pid);
 			break;
 		default:
-			printf("buffers of process %d emptied\n", (int)h.pid);
+			if (r == 1)
+				printf("process %d has no buffers: nothing to empty\n", (int)h.pid);
+			else
+				printf("buffers of process %d emptied\n", (int)h.pid);
 			break;
 		}
 		if (*msg)

@@ -15,9 +15,11 @@
  *   - the program (its control thread, or its registry under the registry
  *     lock) writes everything but the mailbox's request;
  *   - a controller takes the mailbox (CAS on cmd_lock with its pid), fills
- *     op/arg/text, increments cmd_seq (release) and wakes the futex; the
- *     control thread answers in result/msg and stores done_seq = cmd_seq
- *     (release), then wakes done_seq.
+ *     op/arg/text, sets cmd_state PENDING, increments cmd_seq (release)
+ *     and wakes the futex; the control thread takes the request (cmd_state
+ *     TAKEN), answers in result/msg and stores done_seq = cmd_seq
+ *     (release), then wakes done_seq. A controller that times out cancels
+ *     a request not yet taken (cmd_state CANCELLED).
  * The program never waits for a controller, and treats the request as
  * hostile (every field is validated, strings are bounded). Controllers
  * validate every field they read (ctl_client.c): a foreign or damaged
@@ -58,6 +60,14 @@ enum ctl_session {
 	CTL_SESSION_RECORDER,        /* buffers of `ringtrace record` (inherited) */
 	CTL_SESSION_OWN,             /* buffers the program allocated */
 };
+
+/*
+ * The request's owner: a controller that gives up on a stopped program
+ * cancels it (CAS PENDING -> CANCELLED) so that it never takes effect
+ * later; the control thread takes it (CAS PENDING -> TAKEN) before copying
+ * it, and a controller never writes a request while one is TAKEN.
+ */
+enum ctl_cmd_state { CTL_CMD_IDLE = 0, CTL_CMD_PENDING, CTL_CMD_TAKEN, CTL_CMD_CANCELLED };
 
 /* Values of enabled[id]. */
 enum { CTL_EV_NONE = 0, CTL_EV_DISABLED = 1, CTL_EV_ENABLED = 2 };
@@ -101,7 +111,7 @@ struct ctl_block {
 	uint32_t done_seq;           /* futex, program -> controller */
 	int32_t result;              /* >= 0 or -errno */
 	uint32_t op;
-	uint32_t pad2;
+	uint32_t cmd_state;          /* enum ctl_cmd_state: who owns the request */
 	uint64_t arg0, arg1;
 	char msg[CTL_MSG];           /* answer text (NUL-terminated) */
 	char text[CTL_TEXT];         /* request: NUL-separated patterns, empty one ends */

@@ -261,6 +261,7 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 		size_t textlen, int timeout_ms, char *msg, size_t msglen)
 {
 	struct ctl_block *b = h->b;
+	int ret;
 	msg[0] = 0;
 	if (textlen > CTL_TEXT - 2) {
 		snprintf(msg, msglen, "patterns too long (%zu bytes, at most %d)", textlen, CTL_TEXT - 2);
@@ -288,6 +289,23 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 		struct timespec d = { 0, 2000000 };
 		nanosleep(&d, NULL);
 	}
+	/* A request the program took before it stopped answering (a
+	 * controller that gave up on it) must be finished before we write. */
+	while (__atomic_load_n(&b->cmd_state, __ATOMIC_ACQUIRE) == CTL_CMD_TAKEN) {
+		if (!alive(h)) {
+			snprintf(msg, msglen, "process %d exited", (int)h->pid);
+			ret = -ESRCH;
+			goto unlock;
+		}
+		if (now_ms() - t0 > (uint64_t)timeout_ms) {
+			snprintf(msg, msglen, "process %d is still busy with an earlier command (is it stopped?)",
+				 (int)h->pid);
+			ret = -ETIMEDOUT;
+			goto unlock;
+		}
+		struct timespec d = { 0, 2000000 };
+		nanosleep(&d, NULL);
+	}
 	b->op = op;
 	b->arg0 = arg0;
 	b->arg1 = arg1;
@@ -295,9 +313,9 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 	if (text && textlen)
 		memcpy(b->text, text, textlen);
 	/* Release pairs with the control thread's acquire load of cmd_seq. */
+	__atomic_store_n(&b->cmd_state, CTL_CMD_PENDING, __ATOMIC_RELEASE);
 	uint32_t seq = __atomic_add_fetch(&b->cmd_seq, 1, __ATOMIC_RELEASE);
 	futex(&b->cmd_seq, FUTEX_WAKE, INT_MAX, NULL);
-	int ret;
 	for (;;) {
 		uint32_t done = __atomic_load_n(&b->done_seq, __ATOMIC_ACQUIRE);
 		if (done == seq) {
@@ -312,14 +330,23 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 			break;
 		}
 		if (now_ms() - t0 > (uint64_t)timeout_ms) {
-			snprintf(msg, msglen, "process %d did not answer within %d ms (is it stopped?)", (int)h->pid,
-				 timeout_ms);
+			uint32_t pending = CTL_CMD_PENDING;
+			if (__atomic_compare_exchange_n(&b->cmd_state, &pending, CTL_CMD_CANCELLED, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				snprintf(msg, msglen,
+					 "process %d did not answer within %d ms (is it stopped?); the command was cancelled",
+					 (int)h->pid, timeout_ms);
+			else
+				snprintf(msg, msglen,
+					 "process %d did not finish the command within %d ms (is it stopped?); it may still take effect",
+					 (int)h->pid, timeout_ms);
 			ret = -ETIMEDOUT;
 			break;
 		}
 		struct timespec ts = { 0, 50000000 };
 		futex(&b->done_seq, FUTEX_WAIT, done, &ts);
 	}
+unlock:;
 	uint32_t mine = me;
 	__atomic_compare_exchange_n(&b->cmd_lock, &mine, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	return ret;

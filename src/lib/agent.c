@@ -317,10 +317,8 @@ static int cmd_off(int free_own)
 
 static int cmd_reset(void)
 {
-	if (!cur.rb) {
-		answer("no buffers to reset");
-		return 0;
-	}
+	if (!cur.rb)
+		return 1; /* nothing to empty */
 	if (!cur_own) {
 		answer("the buffers belong to ringtrace record (pid %u): stop it instead",
 		       cur.rb->hdr->creator_pid);
@@ -462,14 +460,23 @@ static void *agent_main(void *arg)
 			futex(&ctl->cmd_seq, FUTEX_WAIT, seen, NULL);
 			continue;
 		}
-		/* Copy the request out before looking at it: the controller
-		 * may still be writing (or be hostile). */
-		uint32_t op = __atomic_load_n(&ctl->op, __ATOMIC_RELAXED);
-		uint64_t a0 = ctl->arg0, a1 = ctl->arg1;
-		memcpy(text, ctl->text, CTL_TEXT);
-		text[CTL_TEXT] = 0;
-		text[CTL_TEXT + 1] = 0;
-		handle(op, a0, a1, text);
+		/* Take the request, unless its controller gave up on us (we
+		 * were stopped): a cancelled request never takes effect. */
+		uint32_t pending = CTL_CMD_PENDING;
+		if (__atomic_compare_exchange_n(&ctl->cmd_state, &pending, CTL_CMD_TAKEN, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			/* Copy the request out before looking at it (the
+			 * controller may be hostile). */
+			uint32_t op = __atomic_load_n(&ctl->op, __ATOMIC_RELAXED);
+			uint64_t a0 = ctl->arg0, a1 = ctl->arg1;
+			memcpy(text, ctl->text, CTL_TEXT);
+			text[CTL_TEXT] = 0;
+			text[CTL_TEXT + 1] = 0;
+			handle(op, a0, a1, text);
+			__atomic_store_n(&ctl->cmd_state, CTL_CMD_IDLE, __ATOMIC_RELEASE);
+		} else {
+			ctl->result = -ECANCELED;
+		}
 		seen = seq;
 		/* Pairs with the controller's acquire load: result and msg. */
 		__atomic_store_n(&ctl->done_seq, seq, __ATOMIC_RELEASE);
