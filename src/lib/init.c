@@ -42,6 +42,7 @@ static void atfork_child(void)
 	ringtrace__tls.tid = 0;
 	ringtrace__tls.nest = 0;
 	rcu_after_fork_child();
+	rb_forget_registration();
 	reg_detach_after_fork();
 	reg_unlock();
 	agent_after_fork_child();

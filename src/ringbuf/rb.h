@@ -69,6 +69,9 @@ uint32_t rb_possible_cpus(void);
  * show in a trace as a gap in packet_seq_num, as in LTTng. */
 uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl);
 
+/* In a forked child, whose registrations were all dropped. */
+void rb_forget_registration(void);
+
 /* Close every open sub-buffer so that a reader can take it. Only when no
  * writer can run (tracing off, grace period passed). */
 void rb_flush_quiescent(struct ringtrace__rb *rb);

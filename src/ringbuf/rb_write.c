@@ -264,6 +264,15 @@ static void emit_thread_name(struct ringtrace__rb *rb, uint32_t tid)
 	commit_any(&c, c.len, 0);
 }
 
+/* Whether this thread's `nest` is registered for grace periods (rcu.h);
+ * separate from the tid, which is set only once an event is written. */
+static __thread int rcu_registered __attribute__((tls_model("initial-exec")));
+
+void rb_forget_registration(void)
+{
+	rcu_registered = 0;
+}
+
 int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload)
 {
@@ -275,8 +284,12 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		 * (rcu.h), then look at the region again. The registration is
 		 * a full barrier: either the library's grace period sees this
 		 * thread, or this load sees the region already unpublished. */
-		if (rcu_register_thread() < 0)
-			return 0;
+		if (!rcu_registered) {
+			if (rcu_register_thread() < 0)
+				return 0;
+			/* Once: a second slot would outlive the thread. */
+			rcu_registered = 1;
+		}
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE) != c->rb)
 			return 0;
