@@ -9,6 +9,9 @@
 # Variables: CC (gcc or clang), SAN=address|thread (sanitizer build into
 # build-$(SAN)/), WERROR=1 (warnings are errors; CI sets it), O=DIR (build dir).
 
+# The fragments in mk/ define rules before `all`: keep `make` = `make all`.
+.DEFAULT_GOAL := all
+
 # make predefines CC=cc; the project's default is gcc.
 ifeq ($(origin CC),default)
   CC := gcc

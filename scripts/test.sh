@@ -123,6 +123,9 @@ fi
 if [ -x tests/e2e/live.sh ]; then
 	suite "live control end-to-end (gcc build)" tests/e2e/live.sh build
 fi
+if [ -x tests/e2e/stackmap_cli.sh ]; then
+	suite "stackmap command (gcc build)" tests/e2e/stackmap_cli.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then

@@ -23,6 +23,7 @@ int cmd_off(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_buffer_size(int argc, char **argv);
+int cmd_stackmap(int argc, char **argv);
 
 struct ctf_buf;
 struct rd_item;
