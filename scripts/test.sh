@@ -135,6 +135,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 	[ -x build-asan/tests/stress_rcu ] && check "asan stress grace periods" timeout 600 build-asan/tests/stress_rcu --swaps 200
 	if [ -x tests/e2e/run.sh ]; then
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
+		[ -x tests/e2e/live.sh ] && suite "live control end-to-end (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 LIVE_SANITIZER=1 tests/e2e/live.sh build-asan
 	fi
 fi
 
