@@ -126,4 +126,8 @@ struct ctl_block {
  * (or "*"), printable, no spaces, balanced brackets. 0 or -EINVAL. */
 int ctl_pattern_valid(const char *pat);
 
+/* Field 22 of /proc/PID/stat (start time in clock ticks), 0 if unknown:
+ * with the pid, it names one process for its whole life. */
+uint64_t ctl_proc_start_time(pid_t pid);
+
 #endif

@@ -26,28 +26,6 @@
 #include "ctl/ctl_client.h"
 #include "ringbuf/rb_lap.h"
 
-static uint64_t start_time_of(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 2; field < 22 && *p; p++)
-		if (*p == ' ')
-			field++;
-	return strtoull(p, NULL, 10);
-}
-
 /* Does the process still map this block? (It does not after an exec.) */
 static int maps_block(pid_t pid)
 {
@@ -70,7 +48,7 @@ int ctl_is_stale(const struct ctl_block *b)
 	pid_t pid = (pid_t)b->pid;
 	if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
 		return 1;
-	uint64_t st = start_time_of(pid);
+	uint64_t st = ctl_proc_start_time(pid);
 	if (st == 0 || st != b->start_time)
 		return 1;
 	return !maps_block(pid);
@@ -247,7 +225,7 @@ static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *
 
 static int alive(const struct ctl_handle *h)
 {
-	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && start_time_of(h->pid) == h->b->start_time;
+	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && ctl_proc_start_time(h->pid) == h->b->start_time;
 }
 
 static uint64_t now_ms(void)

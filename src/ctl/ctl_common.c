@@ -2,7 +2,11 @@
  * ctl_common.c - what both the program and the controllers check.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl/ctl.h"
 
@@ -29,4 +33,27 @@ int ctl_pattern_valid(const char *pat)
 	if (depth != 0 || colon > 1 || (colon == 0 && !strchr(pat, '*')))
 		return -EINVAL;
 	return 0;
+}
+
+uint64_t ctl_proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The name may hold spaces and parentheses: count from the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
 }

@@ -68,29 +68,6 @@ static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *
 	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
 }
 
-static uint64_t proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* The name may contain spaces and parentheses: count from the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 2; field < 22 && *p; p++)
-		if (*p == ' ')
-			field++;
-	return strtoull(p, NULL, 10);
-}
-
 /* ---- regions -------------------------------------------------------------- */
 
 static void region_free(struct region *r)
@@ -514,7 +491,7 @@ static int publish(void)
 	b->total_size = CTL_TOTAL;
 	b->pid = (uint32_t)ctl_pid;
 	b->uid = (uint32_t)geteuid();
-	b->start_time = proc_start_time(ctl_pid);
+	b->start_time = ctl_proc_start_time(ctl_pid);
 	prctl(PR_GET_NAME, b->comm, 0, 0, 0);
 	b->comm[sizeof(b->comm) - 1] = 0;
 	ssize_t n = readlink("/proc/self/exe", b->exe, sizeof(b->exe) - 1);

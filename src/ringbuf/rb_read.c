@@ -291,6 +291,26 @@ static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, v
 	return off;
 }
 
+/* The private copy as a packet cut after `keep` bytes: sizes, end time
+ * (if set_end), events discarded so far. */
+static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc, uint32_t cpu, size_t keep,
+		     uint64_t events, int set_end, uint64_t end_ts, struct rb_packet *pkt)
+{
+	char *h = r->copy;
+	uint64_t v = keep * 8;
+	memcpy(h + 48, &v, 8);
+	memcpy(h + 56, &v, 8);
+	if (set_end)
+		memcpy(h + 40, &end_ts, 8);
+	v = rb_cpu_discarded(pc->ctl);
+	memcpy(h + 72, &v, 8);
+	pkt->data = r->copy;
+	pkt->len = keep;
+	pkt->events = events;
+	pkt->cpu = cpu;
+	pkt->salvaged = 1;
+}
+
 int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, void *arg,
 		      uint64_t end_ts, struct rb_packet *pkt)
 {
@@ -357,19 +377,8 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			if (keep_events < committed_events)
 				r->st.crash_lost += committed_events - keep_events;
 		}
-		char *h = r->copy;
-		uint64_t v = keep * 8;
-		memcpy(h + 48, &v, 8);
-		memcpy(h + 56, &v, 8);
-		if (last || get64(h + 40) < get64(h + 32))
-			memcpy(h + 40, &end_ts, 8);
-		v = rb_cpu_discarded(pc->ctl);
-		memcpy(h + 72, &v, 8);
-		pkt->data = r->copy;
-		pkt->len = keep;
-		pkt->events = keep_events;
-		pkt->cpu = cpu;
-		pkt->salvaged = 1;
+		cut_copy(r, pc, cpu, keep, keep_events, last || get64(r->copy + 40) < get64(r->copy + 32), end_ts,
+			 pkt);
 		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + pkt->events, __ATOMIC_RELAXED);
 		r->st.packets++;
@@ -454,17 +463,6 @@ int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, voi
 		return 0;
 	uint64_t events;
 	size_t keep = walk_records(r->copy, bound, fn, arg, &events);
-	char *h = r->copy;
-	uint64_t v = keep * 8;
-	memcpy(h + 48, &v, 8);
-	memcpy(h + 56, &v, 8);
-	memcpy(h + 40, &end_ts, 8);
-	v = rb_cpu_discarded(pc->ctl);
-	memcpy(h + 72, &v, 8);
-	pkt->data = r->copy;
-	pkt->len = keep;
-	pkt->events = events;
-	pkt->cpu = cpu;
-	pkt->salvaged = 1;
+	cut_copy(r, pc, cpu, keep, events, 1, end_ts, pkt);
 	return 1;
 }
