@@ -6,8 +6,10 @@
  * carries a stack, from any thread and from signal handlers: it never
  * locks, allocates, blocks or calls the kernel, and takes a bounded number
  * of steps. It is tuned for hits (a stack seen before): one hash, a probe
- * or two in a table kept at most half full, one compare, three LOCKed
- * instructions. Everything else (init, open, reset, stat, iteration) runs
+ * or two in a table kept at most half full, one compare, one LOCKed
+ * instruction (the reference count); the calls in flight are counted per
+ * CPU with restartable sequences where the kernel and libc provide them.
+ * Everything else (init, open, reset, stat, iteration) runs
  * rarely, in the program or in another process mapping the same memory,
  * and treats the memory as untrusted: indexes and depths read from it are
  * bounds-checked before use.
@@ -16,16 +18,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "stackmap/stackmap.h"
 
+/*
+ * STACKMAP_RSEQ: count the calls of the CPU a thread runs on with rseq
+ * critical sections (x86-64 only: the sections are written in assembly).
+ * Off under TSan, which cannot see the ordering they rely on (membarrier),
+ * and with -DRINGTRACE_NO_RSEQ, the switch the tracepoints honour too.
+ */
+#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && \
+	!defined(RINGTRACE_NO_RSEQ) && defined(__has_include)
+#  if __has_include(<sys/rseq.h>) && __has_include(<linux/membarrier.h>)
+#    define STACKMAP_RSEQ 1
+#  endif
+#endif
+#if defined(STACKMAP_RSEQ) && defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    undef STACKMAP_RSEQ
+#  endif
+#endif
+#ifndef STACKMAP_RSEQ
+#  define STACKMAP_RSEQ 0
+#endif
+
+#if defined(__linux__) && defined(__has_include)
+#  if __has_include(<linux/membarrier.h>)
+#    include <linux/membarrier.h>
+#    include <sys/syscall.h>
+#    define STACKMAP_MEMBARRIER 1
+#  endif
+#endif
+#ifndef STACKMAP_MEMBARRIER
+#  define STACKMAP_MEMBARRIER 0
+#endif
+
+#if STACKMAP_RSEQ
+#  include <sys/rseq.h>
+#endif
+
 _Static_assert(sizeof(struct stackmap_header) == 192, "header layout");
 _Static_assert(offsetof(struct stackmap_header, resetting) == 72, "header layout");
+_Static_assert(offsetof(struct stackmap_header, percpu) == 76, "header layout");
 _Static_assert(offsetof(struct stackmap_header, cursor) == 128, "cursor on its own line");
 _Static_assert(sizeof(struct stackmap_cpu) == 64, "one cache line per CPU");
 _Static_assert(sizeof(struct stackmap_slot) == 8, "slot layout");
 _Static_assert(sizeof(struct stackmap_elem) == 576, "element layout");
-_Static_assert(offsetof(struct stackmap_elem, ref) == 520, "element layout");
+_Static_assert(offsetof(struct stackmap_elem, ref) == 8, "element layout");
+_Static_assert(offsetof(struct stackmap_elem, ips) == 64, "frames on their own lines");
+_Static_assert(STACKMAP_SLOT_ID(UINT32_C(2) << STACKMAP_BITS_MAX) == UINT32_C(2) << STACKMAP_BITS_MAX &&
+		       STACKMAP_SLOT_DEPTH(STACKMAP_SLOT_ELEM(1, STACKMAP_MAX_DEPTH)) == STACKMAP_MAX_DEPTH,
+	       "ids and depths fit in a slot");
 
 #define LINE 64u
 
@@ -90,9 +134,61 @@ int stackmap_init(void *mem, size_t size, uint32_t bits, uint32_t ncpus, uint64_
 	return 0;
 }
 
+/* ---- per-CPU counting: rseq and membarrier ------------------------------------ */
+
+#if STACKMAP_RSEQ
+/*
+ * Whether this process can count with rseq: glibc registered the rseq area
+ * (the fields up to `flags`, 20 bytes, are all we use) and the kernel
+ * accepted our registration for MEMBARRIER_CMD_GLOBAL_EXPEDITED, which
+ * resets need to order our fence-free entries (see stackmap_get_id()). Asked
+ * once per process: 1 yes, -1 no, 0 not asked yet; racing first calls both
+ * ask, and registering twice is harmless. A forked child inherits the
+ * registration with the address space; exec drops both (and the view).
+ */
+static int percpu_state;
+
+static int percpu_usable(void)
+{
+	/* Relaxed, partner: the store below; the answer is all it carries. */
+	int st = __atomic_load_n(&percpu_state, __ATOMIC_RELAXED);
+	if (st == 0) {
+		long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+		st = -1;
+		/* The kernel's registration orders every later access of every
+		 * thread of the process after it (it ends with a full barrier on
+		 * each CPU running one of them), so no call can slip between it
+		 * and the first membarrier of a reset. */
+		if (__rseq_size >= 20 && cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+		    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0)
+			st = 1;
+		__atomic_store_n(&percpu_state, st, __ATOMIC_RELAXED);
+	}
+	return st > 0;
+}
+#endif
+
+/*
+ * The reset side of the entry handshake with per-CPU callers: a full
+ * barrier on every CPU that runs a thread of a registered process (the
+ * expedited command, microseconds), or failing that on every CPU (the
+ * plain command, one RCU grace period: milliseconds). 0 or -errno.
+ */
+static int fence_percpu_callers(void)
+{
+#if STACKMAP_MEMBARRIER && defined(__NR_membarrier)
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0 ||
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return 0;
+	return errno > 0 ? -errno : -ENOSYS;
+#else
+	return -ENOSYS;
+#endif
+}
+
 int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 {
-	const struct stackmap_header *h = mem;
+	struct stackmap_header *h = mem;
 	struct layout l;
 
 	if (!mem || !ret_map || ((uintptr_t)mem & (LINE - 1)))
@@ -109,13 +205,15 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 	    h->table_off != l.table_off || h->pool_off != l.pool_off ||
 	    h->max_depth != STACKMAP_MAX_DEPTH || h->elem_size != sizeof(struct stackmap_elem))
 		return -EBADMSG;
-	/* Live words: a flag is 0 or 1, and the cursor never passes the table
+	/* Live words: flags are 0 or 1, and the cursor never passes the table
 	 * size (one fetch-add per claimed slot per epoch). Relaxed loads,
-	 * partners: the CAS and stores of reset, the cursor fetch-add of
-	 * insert(); they may change under us, only their range is checked. */
+	 * partners: the CAS and stores of reset, the stores below, the cursor
+	 * fetch-add of insert(); they may change under us, only their range is
+	 * checked. */
 	uint32_t flag = __atomic_load_n(&h->resetting, __ATOMIC_RELAXED);
+	uint32_t percpu = __atomic_load_n(&h->percpu, __ATOMIC_RELAXED);
 	uint64_t cursor = __atomic_load_n(&h->cursor, __ATOMIC_RELAXED);
-	if (flag > 1 || cursor > (UINT64_C(2) << h->bits))
+	if (flag > 1 || percpu > 1 || cursor > (UINT64_C(2) << h->bits))
 		return -EBADMSG;
 
 	char *base = mem;
@@ -128,35 +226,91 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 	ret_map->max = UINT32_C(1) << h->bits;
 	ret_map->ncpus = h->ncpus;
 	ret_map->bits = h->bits;
+	ret_map->percpu = 0;
+#if STACKMAP_RSEQ
+	if (percpu_usable()) {
+		/* Seq_cst, partner: the seq_cst load of `percpu` after the flag
+		 * CAS in stackmap_reset_timeout(). Either that reset reads 1 and
+		 * fences, or this store comes after its CAS and our calls, all
+		 * later, see the flag. Stored once: the flag is never cleared
+		 * while the map lives, and a shared line is not dirtied by every
+		 * open. */
+		if (!percpu)
+			__atomic_store_n(&h->percpu, 1, __ATOMIC_SEQ_CST);
+		ret_map->percpu = 1;
+	}
+#endif
 	return 0;
 }
 
 /* ---- hashing --------------------------------------------------------------- */
 
 /*
- * Frames are hashed in pairs: the product of the first frame (mixed with a
- * constant that depends on its position) and the second (mixed with the
- * seed), summed. Products are independent of each other, so the multiplies
- * overlap in the pipeline instead of forming one chain, and two
- * accumulators halve the chain of additions: 16 frames cost about as much
- * as one multiply chain of three. The low bits of a product depend only on
- * the low bits of its factors, so the finish folds the high half of the
- * sum down before the last multiply, whose high half is the hash: every
- * bit of every frame reaches every bit of the key (the table index uses the
- * low bits). A sum of 0 (seed 0, no frames) hashes to 0.
+ * The hash runs on every call, so it is built for few instructions and a
+ * short chain to the slot load. Frames are taken in pairs and each pair
+ * folded into one word: the first frame mixed with a seeded key, plus the
+ * second rotated (return addresses differ mostly in their low bits, which
+ * the rotation moves to where the first frame's bits are almost constant).
+ * Two such words of consecutive pairs are multiplied, so four frames cost
+ * one multiply, and the products, independent of each other, are summed
+ * (an NH-style hash: the multiplies overlap in the pipeline instead of
+ * forming one chain). The two words of a product are rotated by different
+ * amounts (32, 19): with equal amounts, stacks whose frames each take one
+ * of two values collide by the hundreds (tests/unit/test_stackmap.c,
+ * test_hash_distribution). Keys depend on the seed and on the position
+ * (the lane moves on every 8 frames; the words of a block get different
+ * offsets), so equal frames at other positions give other products, and
+ * which stacks collide depends on the seed.
+ *
+ * Depths that are not a multiple of 8 hash their last 8 frames once more,
+ * as a block of their own with another key (and depths below 8 their
+ * first and last 4 or 2): every frame is covered without a branch per
+ * leftover frame. The depth is in the sum, so a stack and its prefix that
+ * cover the same blocks still differ.
+ *
+ * The low bits of a product depend only on the low bits of its factors,
+ * so the finish folds the high half of the sum down before the last
+ * multiply, whose high half is the hash: every bit of every frame reaches
+ * every bit of the key (the table index uses the low bits). A sum of 0
+ * (seed 0, no frames) hashes to 0.
  */
-static inline uint32_t hash_inline(uint64_t seed, const uint64_t *ips, uint32_t depth)
+static inline __attribute__((always_inline)) uint64_t pair_word(const uint64_t *p, uint64_t k,
+								 int rot)
 {
-	uint64_t a0 = seed + depth * K0, a1 = 0;
+	return (p[0] ^ k) + (p[1] << rot | p[1] >> (64 - rot));
+}
+
+/* Frames p[0..3] as one product. */
+static inline __attribute__((always_inline)) uint64_t quad(const uint64_t *p, uint64_t k)
+{
+	return pair_word(p, k, 32) * pair_word(p + 2, k + 0x6A09E667, 19);
+}
+
+static inline __attribute__((always_inline)) uint32_t hash_inline(uint64_t seed,
+								  const uint64_t *ips,
+								  uint32_t depth)
+{
+	/* Keys are the lane plus 32-bit immediates: no register holds them. */
+	uint64_t a0 = seed + depth, a1 = 0;
 	uint64_t lane = seed ^ K1;
-	uint64_t odd = (seed ^ K2) | 1;
-	const uint64_t *p = ips, *end4 = ips + (depth & ~3u), *end = ips + depth;
-	for (; p != end4; p += 4, lane += 2 * K0) {
-		a0 += (p[0] ^ lane) * (p[1] ^ odd);
-		a1 += (p[2] ^ (lane + K0)) * (p[3] ^ odd);
+	if (__builtin_expect(depth >= 8, 1)) { /* most stacks are 8 deep or more */
+		const uint64_t *p = ips, *last = ips + depth - 8;
+		for (; p <= last; p += 8, lane += 0x7F4A7C15) {
+			a0 += quad(p, lane);
+			a1 += quad(p + 4, lane + 0x3C6EF372);
+		}
+		if (depth & 7) {
+			a0 += quad(last, lane + 0x1B873593);
+			a1 += quad(last + 4, lane + 0x510E527F);
+		}
+	} else if (depth >= 4) {
+		a0 += quad(ips, lane);
+		a1 += quad(ips + depth - 4, lane + 0x510E527F);
+	} else if (depth >= 2) {
+		a0 += pair_word(ips, lane, 32) * pair_word(ips + depth - 2, lane + 0x6A09E667, 19);
+	} else if (depth) {
+		a0 += (ips[0] ^ lane) * K0;
 	}
-	for (; p != end; p++, lane += K0)
-		a0 += (p[0] ^ lane) * odd;
 	uint64_t h = a0 + a1;
 	h ^= h >> 29;
 	return (uint32_t)((h * K2) >> 32);
@@ -176,39 +330,139 @@ uint32_t stackmap_key(uint64_t seed, const uint64_t *ips, uint32_t depth)
 /* ---- get_id ----------------------------------------------------------------- */
 
 /*
- * Four frames per step, in two 16-byte vectors (GNU vector extension: SSE2
- * on x86-64, NEON on arm64), without early exit: a hit compares every frame
- * anyway, and a mismatch after a key match is rare.
+ * Eight frames per step, in four 16-byte vectors (GNU vector extension:
+ * SSE2 on x86-64, NEON on arm64), without early exit: a hit compares every
+ * frame anyway, and a mismatch after a key and depth match is rare. The
+ * frames left over are compared by comparing the last 8 (or 4, or 2) once
+ * more, overlapping: no branch per leftover frame.
  */
 typedef uint64_t v2u64 __attribute__((vector_size(16)));
 
-static inline v2u64 load2(const uint64_t *p)
+static inline __attribute__((always_inline)) v2u64 load2(const uint64_t *p)
 {
 	v2u64 v;
 	memcpy(&v, p, sizeof(v));
 	return v;
 }
 
-static inline int same_frames(const uint64_t *a, const uint64_t *b, uint32_t n)
+/* Nonzero lanes where a[0..3] and b[0..3] differ. */
+static inline __attribute__((always_inline)) v2u64 diff4(const uint64_t *a, const uint64_t *b)
 {
-	v2u64 d = { 0, 0 }, e = { 0, 0 };
-	uint32_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		d |= load2(a + i) ^ load2(b + i);
-		e |= load2(a + i + 2) ^ load2(b + i + 2);
-	}
-	d |= e;
-	uint64_t diff = d[0] | d[1];
-	for (; i < n; i++)
-		diff |= a[i] ^ b[i];
-	return diff == 0;
+	return (load2(a) ^ load2(b)) | (load2(a + 2) ^ load2(b + 2));
 }
 
-/* We own slot s (our CAS moved its key from 0): take an element, fill it,
- * publish it. */
-static int insert(struct stackmap *map, struct stackmap_slot *s, const uint64_t *ips,
-		  uint32_t depth, uint32_t *ret_id)
+static inline __attribute__((always_inline)) int same_frames(const uint64_t *a,
+							     const uint64_t *b, uint32_t n)
 {
+	v2u64 d = { 0, 0 }, e = { 0, 0 };
+	if (__builtin_expect(n >= 8, 1)) {
+		const uint64_t *alast = a + n - 8, *blast = b + n - 8;
+		for (; a <= alast; a += 8, b += 8) {
+			d |= diff4(a, b);
+			e |= diff4(a + 4, b + 4);
+		}
+		if (n & 7) {
+			d |= diff4(alast, blast);
+			e |= diff4(alast + 4, blast + 4);
+		}
+	} else if (n >= 4) {
+		d = diff4(a, b);
+		e = diff4(a + n - 4, b + n - 4);
+	} else if (n >= 2) {
+		d = (load2(a) ^ load2(b)) | (load2(a + n - 2) ^ load2(b + n - 2));
+	} else if (n) {
+		return a[0] == b[0];
+	}
+	d |= e;
+	return (d[0] | d[1]) == 0;
+}
+
+#if STACKMAP_RSEQ
+/*
+ * Per-CPU counting with restartable sequences. A thread's rseq area (at
+ * __rseq_offset from the thread pointer, registered by glibc) holds the CPU
+ * it runs on (cpu_id, offset 4) and a pointer to the critical section it is
+ * in (rseq_cs, offset 8). The kernel, before the thread runs user code
+ * again after a preemption, a migration or a signal, moves it to the
+ * section's abort address if it was inside the section. So "we run on CPU
+ * c; counter += 1" cannot be split by another thread running on c, and a
+ * counter that only such sections write (the l_ counters of CPU c) needs
+ * no LOCK prefix, whichever thread or process runs the section.
+ *
+ * The section is: check cpu_id, add. The add is one instruction and the
+ * commit: before it nothing happened, after it the section is over. The
+ * descriptor (struct rseq_cs: version, flags, start, length, abort) goes
+ * into __rseq_cs; the abort code into __rseq_failure, preceded by the
+ * signature the kernel checks (RSEQ_SIG, inside a ud1 so that disassemblers
+ * stay in step).
+ *
+ * Returns 0 after the add, 1 without it (another CPU, no rseq area for this
+ * thread: cpu_id is then negative, or aborted). rseq_cs is left pointing at
+ * the descriptor: the kernel ignores (and clears) it once the thread is
+ * past the section, and rseq_done() clears it before get_id returns, so
+ * that no pointer into this object outlives the call (a dlclose'd object
+ * would leave the kernel a dangling descriptor).
+ */
+static inline __attribute__((always_inline)) int rseq_inc(uint64_t *counter, uint32_t cpu)
+{
+	__asm__ __volatile__ goto(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n"
+		"881:\n\t"
+		".long 0, 0\n\t"
+		".quad 882f, 883f - 882f, 884f\n\t"
+		".popsection\n\t"
+		"leaq 881b(%%rip), %%rax\n\t"
+		"movq %%rax, %%fs:8(%[off])\n"
+		"882:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jne %l[other]\n\t"
+		"addq $1, %[cnt]\n"
+		"883:\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long %c[sig]\n"
+		"884:\n\t"
+		"jmp %l[other]\n\t"
+		".popsection"
+		:
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [cnt] "m"(*counter), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc", "rax"
+		: other);
+	return 0;
+other:
+	return 1;
+}
+
+static inline __attribute__((always_inline)) void rseq_done(void)
+{
+	__asm__ __volatile__("movq $0, %%fs:8(%0)" : : "r"(__rseq_offset) : "memory");
+}
+#endif
+
+/*
+ * Claim the free slot s for key, then take an element, fill it and publish
+ * it. Returns 1 (inserted, *ret_id set), -ENOSPC (pool exhausted), or 0
+ * when another call claimed the slot first: the caller looks at it again.
+ * Out of line: it runs once per distinct stack, and kept apart it leaves
+ * the hit path its registers (fewer saves and spills, which the LOCKed add
+ * of a hit would have to wait for).
+ */
+static __attribute__((noinline, cold)) int claim(struct stackmap *map, struct stackmap_slot *s,
+						 uint32_t key, const uint64_t *ips, uint32_t depth,
+						 uint32_t *ret_id)
+{
+	/* Pool exhausted: do not claim a slot that could never be filled (it
+	 * would lengthen every later probe). A racing call may still claim
+	 * one; it stays empty. Relaxed, partner: the fetch-add below; a stale
+	 * value only means that the fetch-add finds out instead. */
+	if (__atomic_load_n(&map->hdr->cursor, __ATOMIC_RELAXED) >= map->max)
+		return -ENOSPC;
+	/* Partner: the CAS of any other call on this slot; exactly one moves
+	 * it from 0. */
+	uint32_t k = 0;
+	if (!__atomic_compare_exchange_n(&s->key, &k, key, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return 0;
 	/* Relaxed: the cursor only hands out distinct indexes; what orders the
 	 * element's contents is the release store of s->elem below. */
 	uint64_t idx = __atomic_fetch_add(&map->hdr->cursor, 1, __ATOMIC_RELAXED);
@@ -223,8 +477,8 @@ static int insert(struct stackmap *map, struct stackmap_slot *s, const uint64_t 
 	 * reader walking the pool sees the frames complete. */
 	__atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
 	/* Release, partner: the acquire load of s->elem in find_or_insert():
-	 * a caller that finds the index sees depth, frames and ref. */
-	__atomic_store_n(&s->elem, (uint32_t)idx + 1, __ATOMIC_RELEASE);
+	 * a caller that finds the id sees the frames and ref. */
+	__atomic_store_n(&s->elem, STACKMAP_SLOT_ELEM(idx + 1, depth), __ATOMIC_RELEASE);
 	*ret_id = (uint32_t)idx + 1;
 	return 1;
 }
@@ -234,46 +488,121 @@ static int insert(struct stackmap *map, struct stackmap_slot *s, const uint64_t 
  * so the first free slot ends the search: a copy of the stack further on
  * would have been inserted by a call that found this slot taken.
  */
-static int find_or_insert(struct stackmap *map, uint32_t key, const uint64_t *ips, uint32_t depth,
-			  uint32_t *ret_id)
+static inline __attribute__((always_inline)) int
+find_or_insert(struct stackmap *map, uint32_t key, const uint64_t *ips, uint32_t depth,
+	       uint32_t *ret_id)
 {
 	for (uint32_t i = 0; i < STACKMAP_MAX_PROBES; i++) {
 		struct stackmap_slot *s = &map->table[(key + i) & map->mask];
 		/* Relaxed: a key carries no data; the element behind it is
 		 * ordered by s->elem (acquire below). */
 		uint32_t k = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
-		if (k == 0) {
-			/* Pool exhausted: do not claim a slot that could never
-			 * be filled (it would lengthen every later probe). A
-			 * racing call may still claim one; it stays empty.
-			 * Relaxed, partner: the fetch-add in insert(); a stale
-			 * value only means that insert() finds out instead. */
-			if (__atomic_load_n(&map->hdr->cursor, __ATOMIC_RELAXED) >= map->max)
-				return -ENOSPC;
-			/* Partner: the CAS of any other call on this slot;
-			 * exactly one moves it from 0. On failure k holds the
-			 * winner's key, examined below like any taken slot. */
-			if (__atomic_compare_exchange_n(&s->key, &k, key, 0, __ATOMIC_RELAXED,
-							__ATOMIC_RELAXED))
-				return insert(map, s, ips, depth, ret_id);
+		if (__builtin_expect(k == 0, 0)) {
+			int r = claim(map, s, key, ips, depth, ret_id);
+			if (r)
+				return r;
+			/* Lost the slot: examine the winner's key like any
+			 * taken slot's. Relaxed, partner: the winner's CAS; a
+			 * key, once set, stays until the next reset. */
+			k = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
 		}
 		if (k != key)
 			continue;
-		/* Acquire, partner: the release store of s->elem in insert(). */
-		uint32_t id = __atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
-		if (id == 0 || id > map->max)
-			continue; /* being filled, never filled, or damaged */
+		/* Acquire, partner: the release store of s->elem in claim().
+		 * 0 (being filled, or never) reads as depth 0 and id 0, which
+		 * the range check refuses. */
+		uint32_t v = __atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
+		uint32_t id = STACKMAP_SLOT_ID(v);
+		if (STACKMAP_SLOT_DEPTH(v) != depth || id - 1 >= map->max)
+			continue; /* another depth, unpublished, or damaged */
 		struct stackmap_elem *e = &map->pool[id - 1];
-		if (e->depth != depth || !same_frames(e->ips, ips, depth))
-			continue; /* another stack with the same key */
-		/* Relaxed: a count, read by nobody on this path. */
+		/*
+		 * Count the hit before the compare confirms it, and take the
+		 * count back if it does not (a 32-bit key and the depth equal,
+		 * the frames not: rare). The LOCKed add waits for the loads
+		 * before it and holds back the loads after it; placed here it
+		 * overlaps with the compare of this call and the hash of the
+		 * next, instead of adding its latency to theirs (about 2 ns a
+		 * hit, bench/bench_stackmap.c). Readers may see a count one
+		 * too high meanwhile; with no call in flight the counts are
+		 * exact. Relaxed: a count, read by nobody on this path. The
+		 * empty asm keeps the compiler from moving the compare's loads
+		 * above it.
+		 */
 		__atomic_fetch_add(&e->ref, 1, __ATOMIC_RELAXED);
+		__asm__ __volatile__("" ::: "memory");
+		if (__builtin_expect(!same_frames(e->ips, ips, depth), 0)) {
+			/* Relaxed: as above. */
+			__atomic_fetch_sub(&e->ref, 1, __ATOMIC_RELAXED);
+			continue; /* another stack with the same key */
+		}
 		*ret_id = id;
 		return 0;
 	}
 	return -ENOSPC;
 }
 
+/* Count the call's exit: per CPU if the thread still runs on `cpu`, else
+ * atomically (see stackmap_get_id()). */
+static inline __attribute__((always_inline)) void leave(struct stackmap_cpu *c, uint32_t cpu,
+							int percpu)
+{
+#if STACKMAP_RSEQ
+	if (percpu) {
+		int other = rseq_inc(&c->l_exits, cpu);
+		rseq_done();
+		if (!other)
+			return;
+	}
+#else
+	(void)cpu;
+	(void)percpu;
+#endif
+	/* Release, partner: the seq_cst loads of the exits in reset's
+	 * quiet_snapshot(): once reset sees this exit, our table and pool
+	 * accesses are done. */
+	__atomic_fetch_add(&c->exits, 1, __ATOMIC_RELEASE);
+}
+
+/* A call that fails: count the drop, then the exit. Out of line, like
+ * claim(). */
+static __attribute__((noinline, cold)) int leave_dropped(struct stackmap_cpu *c, uint32_t cpu,
+							 int percpu, int r)
+{
+	/* Before the exit, so that a reset that sees no call in flight sees
+	 * every drop of the calls that left (its baseline is exact). Relaxed,
+	 * partner: the loads of quiet_snapshot() and cpu_counts(), ordered
+	 * after it by the release (or x86 store order) of the exit. */
+	__atomic_fetch_add(&c->drops, 1, __ATOMIC_RELAXED);
+	leave(c, cpu, percpu);
+	return r;
+}
+
+/*
+ * The entry handshake with reset, in two forms.
+ *
+ * Atomic (entries, exits): the seq_cst increment of `entries` before the
+ * seq_cst load of the flag, against reset's seq_cst flag CAS before its
+ * seq_cst loads of the counters (Dekker): either the call sees the flag,
+ * or reset sees the call in flight and waits.
+ *
+ * Per CPU (l_entries, l_exits, rseq): the increment is a plain store, the
+ * flag load a plain load, and the CPU may perform the load first (x86
+ * lets a load pass an earlier store). Reset makes up for it: between its
+ * flag CAS and its first load of the counters it runs membarrier(), which
+ * puts a full barrier, at some point in program order, into every thread
+ * of a registered process that runs meanwhile (and a thread that is not
+ * running has passed one when it was switched out). If that point comes
+ * after our increment, the increment is visible to reset's loads; if
+ * before, our flag load comes after it and after the CAS, and sees the
+ * flag. The compiler keeps the order: the section is a volatile asm with a
+ * memory clobber.
+ *
+ * Either way the exit increment (release: x86 stores are not reordered
+ * with earlier loads and stores, and the asm is a compiler barrier) comes
+ * after the call's last access to the table and the pool; a reset that
+ * counts it knows the call is done with them.
+ */
 int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
 		    uint32_t *ret_id)
 {
@@ -282,37 +611,34 @@ int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, u
 	if (cpu >= map->ncpus)
 		cpu %= map->ncpus;
 	struct stackmap_cpu *c = &map->cpu[cpu];
-	int r;
 	/* Before entering: the key depends only on the caller's frames and the
-	 * seed of our view, and the multiplies then overlap with the LOCKed
-	 * increment below instead of waiting behind it. */
+	 * seed of our view. */
 	uint32_t key = hash_inline(map->seed, ips, depth);
 	key = key ? key : 1;
-
-	/* Seq_cst, partner: the seq_cst CAS of `resetting` and the seq_cst
-	 * loads of entries/exits in stackmap_reset() (Dekker): either this
-	 * call sees the flag, or reset sees this call in flight and waits. */
-	__atomic_fetch_add(&c->entries, 1, __ATOMIC_SEQ_CST);
-	/* Seq_cst (acquire part), partner: also the release store that clears
-	 * the flag: a call that sees 0 sees the table reset left behind. */
-	if (__atomic_load_n(&map->hdr->resetting, __ATOMIC_SEQ_CST)) {
-		r = -EAGAIN;
-		goto drop;
+	uint32_t flag;
+	int percpu = 0;
+#if STACKMAP_RSEQ
+	/* Read once: a caller may clear map->percpu meanwhile, and the exit
+	 * must clear rseq_cs whenever the entry may have set it. */
+	percpu = map->percpu;
+	if (percpu && rseq_inc(&c->l_entries, cpu) == 0) {
+		/* Acquire, partner: the release store that ends a reset (a
+		 * call that sees 0 sees the table reset left behind); against
+		 * the CAS that starts one, see above: membarrier. */
+		flag = __atomic_load_n(&map->hdr->resetting, __ATOMIC_ACQUIRE);
+	} else
+#endif
+	{
+		/* Seq_cst, partners: see above (Dekker). */
+		__atomic_fetch_add(&c->entries, 1, __ATOMIC_SEQ_CST);
+		flag = __atomic_load_n(&map->hdr->resetting, __ATOMIC_SEQ_CST);
 	}
-	r = find_or_insert(map, key, ips, depth, ret_id);
-	if (r < 0)
-		goto drop;
-	/* Release, partner: the seq_cst load of exits in stackmap_reset():
-	 * once reset sees this exit, our table and pool accesses are done. */
-	__atomic_fetch_add(&c->exits, 1, __ATOMIC_RELEASE);
-	return r;
-drop:
-	/* Before the exit, so that a reset that sees no call in flight sees
-	 * every drop of the calls that left (its baseline is exact). Relaxed,
-	 * partner: the loads of quiet_snapshot() and cpu_counts(), ordered
-	 * after it by the release of the exit increment. */
-	__atomic_fetch_add(&c->drops, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&c->exits, 1, __ATOMIC_RELEASE); /* partner: as above */
+	if (__builtin_expect(flag != 0, 0))
+		return leave_dropped(c, cpu, percpu, -EAGAIN);
+	int r = find_or_insert(map, key, ips, depth, ret_id);
+	if (__builtin_expect(r < 0, 0))
+		return leave_dropped(c, cpu, percpu, r);
+	leave(c, cpu, percpu);
 	return r;
 }
 
@@ -326,18 +652,30 @@ static uint64_t now_ms(void)
 }
 
 /*
- * Read a CPU's counters at a moment when no call was in flight on it: exits
- * at t1 == entries at t3 > t1 means every call that entered before t3 had
- * left by t1, so drops (read at t2) counts exactly the failures among them.
+ * Read a CPU block's counters at a moment when no call was in flight on it.
+ * Every call adds to entries (l_ or not) before drops (if it fails) before
+ * exits, the stores become visible in that order (x86 keeps stores in
+ * order; a thread that migrates in between passes a full barrier when it is
+ * switched out; the atomic ones are seq_cst or release), and the loads
+ * below run in the opposite order: exits at t1, drops at t2, entries at
+ * t3. So a call whose exit is counted at t1 has its entry counted at t3,
+ * and exits == entries means that every call whose entry we counted had
+ * left by t1: none was in flight, and drops counts exactly the failures
+ * among them (a drop visible at t2 belongs to a call counted at t3). A
+ * call whose entry is not visible at t3 is covered by the flag handshake
+ * (stackmap_get_id()). The two halves of each counter are read one after
+ * the other; each only grows, which the argument needs and no more.
  * 1 on success, 0 if a call was in flight.
  */
 static int quiet_snapshot(struct stackmap_cpu *c, uint64_t *ret_exits, uint64_t *ret_drops)
 {
-	/* Seq_cst loads, partners: the seq_cst entry increment and the release
-	 * exit increment of stackmap_get_id(). */
-	uint64_t x = __atomic_load_n(&c->exits, __ATOMIC_SEQ_CST);
-	uint64_t d = __atomic_load_n(&c->drops, __ATOMIC_RELAXED);
-	uint64_t n = __atomic_load_n(&c->entries, __ATOMIC_SEQ_CST);
+	/* Seq_cst loads, partners: the seq_cst entry increment, the release
+	 * exit increment and the per-CPU adds of stackmap_get_id(). */
+	uint64_t x = __atomic_load_n(&c->l_exits, __ATOMIC_SEQ_CST) +
+		     __atomic_load_n(&c->exits, __ATOMIC_SEQ_CST);
+	uint64_t d = __atomic_load_n(&c->drops, __ATOMIC_SEQ_CST);
+	uint64_t n = __atomic_load_n(&c->l_entries, __ATOMIC_SEQ_CST) +
+		     __atomic_load_n(&c->entries, __ATOMIC_SEQ_CST);
 	if (n != x)
 		return 0;
 	*ret_exits = x;
@@ -358,6 +696,19 @@ int stackmap_reset_timeout(struct stackmap *map, int tracing_on, unsigned timeou
 	if (!__atomic_compare_exchange_n(&h->resetting, &expect, 1, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED))
 		return -EBUSY;
+	/* Per-CPU callers enter without a fence: one full barrier on each of
+	 * their CPUs, after the CAS and before the counters are read, stands
+	 * in for it (stackmap_get_id()). Seq_cst, partner: the store of
+	 * stackmap_open(). */
+	if (__atomic_load_n(&h->percpu, __ATOMIC_SEQ_CST)) {
+		int r = fence_percpu_callers();
+		if (r < 0) {
+			/* Release, partner: the calls' flag load; nothing was
+			 * changed. */
+			__atomic_store_n(&h->resetting, 0, __ATOMIC_RELEASE);
+			return r;
+		}
+	}
 
 	/* Drain: wait until no call that may have missed the flag is in
 	 * flight. Calls arriving now fail fast and do not touch the map. */
@@ -392,20 +743,33 @@ int stackmap_reset_timeout(struct stackmap *map, int tracing_on, unsigned timeou
 
 	/* New baselines. Only failing calls can run on a CPU since its drain,
 	 * and each adds one to both exits and drops, so exits - drops is what
-	 * the drain saw; a call stopped inside get_id since then would make the
-	 * snapshot wait forever: after a few tries take the counters as they
-	 * are (off by that one call at most). */
+	 * the drain saw, if the snapshot is quiet: a failing call preempted
+	 * between its drop and its exit would make it one short. So spin a
+	 * little, then sleep until such a call has been scheduled again (100
+	 * ms at most); a call stopped inside get_id would make the snapshot
+	 * wait forever: then take the counters as they are (off by that one
+	 * call at most). Without a new membarrier: a call whose entry is not
+	 * visible yet has its drop and exit invisible too (stores in order),
+	 * so it is simply not counted in this snapshot. */
 	for (uint32_t cpu = 0; cpu < map->ncpus; cpu++) {
 		struct stackmap_cpu *c = &map->cpu[cpu];
-		uint64_t x = 0, d = 0;
-		int tries = 0;
-		while (!quiet_snapshot(c, &x, &d) && ++tries < 1000)
-			;
-		if (tries == 1000) {
-			/* Relaxed, partner: the increments of the stopped call;
-			 * the numbers may be off by it, nothing else. */
-			d = __atomic_load_n(&c->drops, __ATOMIC_RELAXED);
-			x = __atomic_load_n(&c->exits, __ATOMIC_RELAXED);
+		uint64_t x = 0, d = 0, until = 0;
+		for (int tries = 0; !quiet_snapshot(c, &x, &d); tries++) {
+			if (tries < 1000)
+				continue;
+			if (!until) {
+				until = now_ms() + 100;
+			} else if (now_ms() >= until) {
+				/* Relaxed, partner: the increments of the stopped
+				 * call; the numbers may be off by it, nothing
+				 * else. */
+				d = __atomic_load_n(&c->drops, __ATOMIC_RELAXED);
+				x = __atomic_load_n(&c->l_exits, __ATOMIC_RELAXED) +
+				    __atomic_load_n(&c->exits, __ATOMIC_RELAXED);
+				break;
+			}
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
 		}
 		/* Atomic only because stackmap_stat() may read them meanwhile
 		 * (partner: its relaxed loads in cpu_counts()). */
@@ -435,10 +799,11 @@ static uint64_t diff0(uint64_t a, uint64_t b)
 
 static void cpu_counts(const struct stackmap_cpu *c, uint64_t *succ, uint64_t *drops)
 {
-	/* Acquire, partner: the release exit increment (not needed for the
-	 * numbers themselves, but a reader that then walks the pool sees at
-	 * least the stacks these calls published). */
-	uint64_t x = __atomic_load_n(&c->exits, __ATOMIC_ACQUIRE);
+	/* Acquire, partner: the release exit increment and the per-CPU add
+	 * (not needed for the numbers themselves, but a reader that then walks
+	 * the pool sees at least the stacks these calls published). */
+	uint64_t x = __atomic_load_n(&c->l_exits, __ATOMIC_ACQUIRE) +
+		     __atomic_load_n(&c->exits, __ATOMIC_ACQUIRE);
 	uint64_t d = __atomic_load_n(&c->drops, __ATOMIC_RELAXED);
 	uint64_t bs = __atomic_load_n(&c->base_succ, __ATOMIC_RELAXED);
 	uint64_t bd = __atomic_load_n(&c->base_drops, __ATOMIC_RELAXED);

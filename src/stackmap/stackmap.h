@@ -15,32 +15,34 @@
  * Load it is built for: a hit on a stack that is already stored (the common
  * case, 84-98% of calls in the RFC's figures) on every traced event, from
  * every CPU at once. A hit hashes the frames, probes a few slots (8 bytes
- * each, 8 per cache line), compares the frames once and takes three LOCKed
- * instructions (below). Inserts happen once per distinct stack.
+ * each, 8 per cache line), compares the frames once and takes one LOCKed
+ * instruction: the stack's reference count. Inserts happen once per
+ * distinct stack.
  *
- * The in-flight counters and what they cost. Each CPU block counts the
- * calls that entered get_id (`entries`, a seq_cst fetch-add before the
- * reset flag is read) and those that left (`exits`, a release fetch-add
- * after the last access to the table and the pool); entries - exits is the
- * number of calls in flight on that CPU. They are needed because a reset
- * clears memory that a call may be reading or writing: the flag alone
- * stops new calls, but a call that read the flag just before it was set
- * could still claim a slot in the freshly cleared table, write a stack
- * into an element that is being wiped, or return an id whose element is
- * gone. Reset waits until entries == exits on every CPU before it clears;
- * the seq_cst increment and the seq_cst flag CAS of reset make sure that
- * either the call sees the flag or reset sees the call. Cost: the entry
- * increment is one LOCKed instruction per get_id, 6.5 ns on the project's
- * 2-core Cascade Lake VM (bench/bench_stackmap.c: stackmap_lock_add), out
- * of 45-55 ns for a 16-frame hit there; the exit increment costs nothing
- * extra, because `exits` is also the success counter (successes = exits -
- * drops), which a map without resets needs anyway. A hit is therefore
- * three LOCKed instructions: entries, the element's reference count, exits
- * (about 17 ns together there; the hash and the compare of 16 frames take
- * about 10 ns each). The counters are per CPU, on their own cache line, so
- * callers that pass their real CPU never share it; with rseq (as the ring
- * buffer's fast path) they could become plain per-CPU adds, leaving one
- * LOCKed instruction per hit.
+ * The in-flight counters. Each CPU block counts the calls that entered
+ * get_id and those that left; entries - exits is the number of calls in
+ * flight. They are needed because a reset clears memory that a call may be
+ * reading or writing: the flag alone stops new calls, but a call that read
+ * the flag just before it was set could still claim a slot in the freshly
+ * cleared table, write a stack into an element that is being wiped, or
+ * return an id whose element is gone. Reset waits until no call is in
+ * flight before it clears. The block is the one of the caller's `cpu`
+ * argument, so a call's entry and exit always land in the same block.
+ *
+ * What they cost. A call whose thread runs on the CPU it names counts both
+ * with plain adds inside restartable sequences (rseq, x86-64 with glibc
+ * >= 2.35): the `l_` counters, written only by code running on that CPU, so
+ * no LOCK prefix is needed. Between the entry and the read of the reset
+ * flag there is no fence either: reset issues membarrier(2)
+ * (MEMBARRIER_CMD_GLOBAL_EXPEDITED, which runs a full barrier on every CPU
+ * running a thread of a process registered for it, as stackmap_open()
+ * registers) between setting the flag and reading the counters, the
+ * asymmetric form of the entry-then-flag / flag-then-entries handshake.
+ * Everything else (no rseq, a thread on another CPU than it names, a
+ * preempted or migrated section, TSan builds, other architectures) uses
+ * the atomic counters with a seq_cst entry, as before. Drops are atomic
+ * always (they are rare). So a hit is one LOCKed instruction, the reference
+ * count; docs/stackmap.md has the figures.
  *
  * Guarantees: get_id takes at most STACKMAP_MAX_PROBES probes, never
  * allocates, locks, blocks or makes a system call: it is async-signal-safe
@@ -59,7 +61,7 @@
 #include <stdio.h>
 
 #define STACKMAP_MAGIC        UINT64_C(0x50414d4b43415453) /* "STACKMAP" in LE */
-#define STACKMAP_VERSION      1
+#define STACKMAP_VERSION      2
 #define STACKMAP_MAX_DEPTH    64
 #define STACKMAP_MAX_PROBES   64
 #define STACKMAP_BITS_MIN     10
@@ -87,7 +89,10 @@ struct stackmap_header {
 	uint64_t pool_off;
 	/* 1 while a reset runs: CAS by stackmap_reset(), read by every call. */
 	uint32_t resetting;
-	uint32_t pad0;
+	/* 1 once a process opened the map with per-CPU (rseq) counting: from
+	 * then on every reset must run membarrier() before it drains. Set by
+	 * stackmap_open(), cleared only by stackmap_init(). */
+	uint32_t percpu;
 	uint64_t pad1[6];
 	/* Own cache line: every insert takes an element with a fetch-add here,
 	 * hits never touch it. Never above the table size (one fetch-add per
@@ -96,33 +101,52 @@ struct stackmap_header {
 	uint64_t pad2[7];
 };
 
-/* Per CPU, one cache line. All updated with atomic read-modify-writes:
- * two threads may pass the same CPU number. */
+/*
+ * Per CPU, one cache line, for the calls that pass this CPU number. The l_
+ * counters are written only by code running on this CPU, with plain adds
+ * in rseq critical sections (any process, any thread: the CPU runs one at a
+ * time); the others with atomic read-modify-writes from anywhere. Calls
+ * entered = l_entries + entries, left = l_exits + exits (successes and
+ * drops), in flight = entered - left.
+ */
 struct stackmap_cpu {
-	uint64_t entries;            /* calls that entered get_id */
-	uint64_t exits;              /* calls that left it (successes + drops) */
-	uint64_t drops;              /* calls that failed */
-	uint64_t base_succ;          /* exits - drops at the last reset */
+	uint64_t l_entries;          /* rseq: calls that entered get_id */
+	uint64_t l_exits;            /* rseq: calls that left it */
+	uint64_t entries;            /* atomic: calls that entered get_id */
+	uint64_t exits;              /* atomic: calls that left it */
+	uint64_t drops;              /* atomic: calls that failed */
+	uint64_t base_succ;          /* left - drops at the last reset */
 	uint64_t base_drops;         /* drops at the last reset */
-	uint64_t pad[3];
+	uint64_t pad;
 };
 
-/* key 0: free. key != 0 and elem 0: claimed, element not published yet (or
- * never: the pool was exhausted). elem = element index + 1 = stack id. */
+/*
+ * key 0: free. key != 0 and elem 0: claimed, element not published yet (or
+ * never: the pool was exhausted). Otherwise elem holds the stack id
+ * (element index + 1, low 24 bits) and the stack's depth (high 8 bits), so
+ * that a probe rejects a stack of another depth without reading the
+ * element.
+ */
 struct stackmap_slot {
 	uint32_t key;
 	uint32_t elem;
 };
+#define STACKMAP_SLOT_ID(elem)         ((elem) & 0xffffffu)
+#define STACKMAP_SLOT_DEPTH(elem)      ((elem) >> 24)
+#define STACKMAP_SLOT_ELEM(id, depth)  ((uint32_t)(id) | (uint32_t)(depth) << 24)
 
-/* Filled once by the call that claimed it, then read-only until reset
- * (except ref). ref sits past the frames so that hits on other CPUs, which
- * bounce its line, do not evict the frames that the compare reads. */
+/*
+ * Filled once by the call that claimed it, then read-only until reset
+ * (except ref). The frames start on their own cache line (16 frames: two
+ * lines); ref, which hits on every CPU bounce, shares its line only with
+ * ready and depth, which hits never read.
+ */
 struct stackmap_elem {
 	uint32_t ready;              /* 1 once filled (release), for readers */
 	uint32_t depth;
-	uint64_t ips[STACKMAP_MAX_DEPTH];
 	uint64_t ref;                /* successful get_id calls that returned it */
 	uint64_t pad[6];
+	uint64_t ips[STACKMAP_MAX_DEPTH];
 };
 
 /* ---- a process's view of a map ------------------------------------------ */
@@ -139,6 +163,12 @@ struct stackmap {
 	uint32_t max;                /* pool elements */
 	uint32_t ncpus;
 	uint32_t bits;
+	/* 1 if calls through this view count with rseq when their thread runs
+	 * on the CPU they name (stackmap_open() sets it when this process can:
+	 * rseq registered, membarrier registration done); 0: atomics only. A
+	 * caller may clear it after stackmap_open() (RINGTRACE_NO_RSEQ, tests),
+	 * never set it. */
+	uint32_t percpu;
 };
 
 /* One stored stack, as the exports and readers hand it out (a copy). */
@@ -164,7 +194,10 @@ int stackmap_init(void *mem, size_t size, uint32_t bits, uint32_t ncpus, uint64_
 
 /*
  * Validate a map laid out by stackmap_init() (in this process or another:
- * every header field is untrusted) and fill *ret_map. -EINVAL if mem is
+ * every header field is untrusted) and fill *ret_map. Where rseq is
+ * available it also registers the process for
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED (a system call, once per process) and
+ * marks the map as having per-CPU callers. -EINVAL if mem is
  * NULL or misaligned, -EPROTO on the right magic with an unknown version
  * or header size, -EBADMSG on anything else inconsistent (magic, sizes,
  * offsets, bits, ncpus, depth, element size, flag or cursor out of range,
@@ -201,6 +234,10 @@ uint32_t stackmap_key(uint64_t seed, const uint64_t *ips, uint32_t depth);
  * the counters, and reopens the map. Ids handed out before are void. If
  * calls are still in flight after timeout_ms (a thread stopped inside
  * get_id), it reopens the map unchanged and returns -ETIMEDOUT.
+ * When a process opened the map with per-CPU counting, reset needs the
+ * membarrier system call: if the kernel refuses it (seccomp, a kernel
+ * without it), reset reopens the map unchanged and returns its error
+ * (-ENOSYS, -EPERM, -EINVAL).
  * Not async-signal-safe (it sleeps); readers must not run during a reset.
  */
 int stackmap_reset(struct stackmap *map, int tracing_on);

@@ -19,7 +19,10 @@
  *     each id was inserted by exactly one call, and holds one stack;
  *   - each element's reference count == the calls that returned its id;
  *     the sum of all == successes of the map's stat == successful calls;
- *   - per CPU, successes and drops == the calls of the thread on it;
+ *   - per CPU, successes and drops == the calls that named it (in the
+ *     crossing phases, one call in 8 names the next thread's CPU, so
+ *     that a CPU's counters are updated per CPU (rseq) by the thread
+ *     running there and atomically by another at the same time);
  *   - after the threads join, every stack that got an id is found again,
  *     with one of its ids.
  * And a last phase resets the map again and again while the threads run
@@ -46,7 +49,11 @@
 #include "stackmap/stackmap.h"
 
 #define MAX_THREADS 8
-#define BITS        10           /* 1024 elements: small, so that it fills */
+/* 1024 elements: small, so that the overflowing phases fill it. From 5
+ * threads on, 4096: the others draw from 200 + 100 per thread stacks plus
+ * up to one duplicate per thread of each shared one, which 1024 would not
+ * hold (the overflowing phases, 1000 per thread, still overflow it). */
+#define BITS(threads) ((threads) <= 4 ? 10u : 12u)
 #define NSHARED     200
 #define NPRIV       100
 #define NBIG        900          /* per thread, in the overflowing phases */
@@ -72,6 +79,8 @@ struct worker {
 	uint32_t *id_calls;          /* [max + 1]: calls that returned the id */
 	uint32_t *id_inserts;        /* [max + 1]: calls that inserted it */
 	uint64_t calls, ok, nospc, again, other;
+	uint64_t blk_calls[MAX_THREADS]; /* calls that named CPU block b */
+	uint64_t blk_ok[MAX_THREADS];
 };
 
 static int nthreads = 2;
@@ -88,6 +97,7 @@ static struct stackmap map;
 static pthread_barrier_t barrier;
 static struct worker workers[MAX_THREADS];
 static int phase_big, phase_storm;
+static int phase_cross;          /* some calls name the next thread's CPU */
 static int storm_done;
 static uint64_t arrived;         /* rendezvous of the opening pass */
 static int failures;
@@ -170,8 +180,16 @@ static void one_call(struct worker *w, uint32_t s)
 {
 	const struct stack *k = &stacks[s];
 	uint32_t id = 0;
-	int r = stackmap_get_id(&map, k->ips, k->depth, (uint32_t)w->idx, &id);
+	/* Normally the thread names its own CPU (the per-CPU path when it runs
+	 * there); in the crossing phases one call in 8 names the next
+	 * thread's, whose counters that thread updates at the same time
+	 * through their per-CPU half: the atomic half must add up with it. */
+	uint32_t blk = (uint32_t)w->idx;
+	if (phase_cross && (w->calls & 7) == 3)
+		blk = (blk + 1) % (uint32_t)nthreads;
+	int r = stackmap_get_id(&map, k->ips, k->depth, blk, &id);
 	w->calls++;
+	w->blk_calls[blk]++;
 	if (r < 0) {
 		if (r == -ENOSPC)
 			w->nospc++;
@@ -182,6 +200,7 @@ static void one_call(struct worker *w, uint32_t s)
 		return;
 	}
 	w->ok++;
+	w->blk_ok[blk]++;
 	if (phase_storm)
 		return; /* ids die with each reset: nothing to record */
 	struct stackmap_stack got;
@@ -254,6 +273,8 @@ static void reset_records(void)
 		memset(w->id_calls, 0, (map.max + 1) * sizeof(*w->id_calls));
 		memset(w->id_inserts, 0, (map.max + 1) * sizeof(*w->id_inserts));
 		w->calls = w->ok = w->nospc = w->again = w->other = 0;
+		memset(w->blk_calls, 0, sizeof(w->blk_calls));
+		memset(w->blk_ok, 0, sizeof(w->blk_ok));
 	}
 }
 
@@ -372,13 +393,17 @@ static int check_phase(int ph, struct walk *wk, uint64_t *dups, uint64_t *emptie
 		     (unsigned long long)st.drops, (unsigned long long)st.entries,
 		     (unsigned long long)calls, (unsigned long long)ok, (unsigned long long)inserts,
 		     wk->n);
-	for (int t = 0; t < nthreads; t++) {
-		uint64_t s, d;
-		stackmap_cpu_stat(&map, (uint32_t)t, &s, &d);
-		if (s != workers[t].ok || s + d != workers[t].calls)
-			FAIL("phase %d: CPU %d: S %llu D %llu, thread ok %llu calls %llu\n", ph, t,
-			     (unsigned long long)s, (unsigned long long)d,
-			     (unsigned long long)workers[t].ok, (unsigned long long)workers[t].calls);
+	for (int b = 0; b < nthreads; b++) {
+		uint64_t s, d, bok = 0, bcalls = 0;
+		for (int t = 0; t < nthreads; t++) {
+			bok += workers[t].blk_ok[b];
+			bcalls += workers[t].blk_calls[b];
+		}
+		stackmap_cpu_stat(&map, (uint32_t)b, &s, &d);
+		if (s != bok || s + d != bcalls)
+			FAIL("phase %d: CPU %d: S %llu D %llu, calls that named it: ok %llu of %llu\n",
+			     ph, b, (unsigned long long)s, (unsigned long long)d,
+			     (unsigned long long)bok, (unsigned long long)bcalls);
 	}
 	*empties += claimed_empty();
 
@@ -398,8 +423,9 @@ static int check_phase(int ph, struct walk *wk, uint64_t *dups, uint64_t *emptie
 		if (r != 0 || !mine)
 			FAIL("phase %d: stack %u not found again (%d, id %u)\n", ph, s, r, id);
 	}
-	snprintf(what, sizeof(what), "phase %d%s: %llu calls, %llu ids, %llu -ENOSPC", ph,
-		 phase_big ? " (overflowing)" : "", (unsigned long long)calls,
+	snprintf(what, sizeof(what), "phase %d%s%s: %llu calls, %llu ids, %llu -ENOSPC", ph,
+		 phase_big ? " (overflowing)" : "", phase_cross ? " (crossing)" : "",
+		 (unsigned long long)calls,
 		 (unsigned long long)wk->n, (unsigned long long)nospc);
 	check(failures == before, what);
 	return failures - before;
@@ -453,12 +479,12 @@ int main(int argc, char **argv)
 	ncpus_online = n > 0 ? (int)n : 1;
 
 	make_stacks();
-	mem_size = stackmap_size(BITS, (uint32_t)nthreads);
+	mem_size = stackmap_size(BITS(nthreads), (uint32_t)nthreads);
 	mem = aligned_alloc(64, (mem_size + 63) & ~(size_t)63);
 	if (!mem)
 		return 2;
 	memset(mem, 0, mem_size);
-	if (stackmap_init(mem, mem_size, BITS, (uint32_t)nthreads, 0x9d2c5680a1b2c3d4ull) < 0 ||
+	if (stackmap_init(mem, mem_size, BITS(nthreads), (uint32_t)nthreads, 0x9d2c5680a1b2c3d4ull) < 0 ||
 	    stackmap_open(mem, mem_size, &map) < 0) {
 		fprintf(stderr, "stress_stackmap: cannot lay out the map\n");
 		return 2;
@@ -490,6 +516,7 @@ int main(int argc, char **argv)
 		if (stackmap_reset(&map, 0) != 0)
 			FAIL("phase %d: reset failed\n", ph);
 		phase_big = ph % 2 == 1;
+		phase_cross = ph % 4 == 1 || ph % 4 == 2;
 		reset_records();
 		pthread_barrier_wait(&barrier); /* go */
 		pthread_barrier_wait(&barrier); /* done */
@@ -498,9 +525,10 @@ int main(int argc, char **argv)
 	printf("# %d phases, %llu duplicate ids from racing inserts, %llu slots left claimed "
 	       "but empty\n", ph, (unsigned long long)dups, (unsigned long long)empties);
 
-	/* Storm: resets while the threads call. */
+	/* Storm: resets while the threads call, some naming another CPU. */
 	phase_storm = 1;
 	phase_big = 0;
+	phase_cross = 1;
 	stackmap_reset(&map, 0);
 	reset_records();
 	uint64_t resets = 0;
@@ -536,6 +564,16 @@ int main(int argc, char **argv)
 		 (unsigned long long)calls, (unsigned long long)ok, (unsigned long long)again,
 		 (unsigned long long)resets, wk.n);
 	check(failures == before && resets == STORM_RESETS, what);
+
+	/* Which path the calls took (both are checked above): the per-CPU
+	 * half needs rseq and threads on the CPU they name. */
+	uint64_t l_in = 0, a_in = 0;
+	for (uint32_t c = 0; c < map.ncpus; c++) {
+		l_in += map.cpu[c].l_entries;
+		a_in += map.cpu[c].entries;
+	}
+	printf("# calls counted per CPU (rseq): %llu, atomically: %llu (view percpu=%u)\n",
+	       (unsigned long long)l_in, (unsigned long long)a_in, map.percpu);
 
 	__atomic_store_n(&storm_done, 2, __ATOMIC_RELEASE);
 	pthread_barrier_wait(&barrier); /* release the workers */

@@ -1,9 +1,12 @@
 /*
  * test_stackmap.c - the stack map on one thread (and a helper thread for
  * the reset rules): ids and reference counts, the empty, one-frame and
- * 64-frame edges, the hash-of-0 rule, pool exhaustion and the probe cap,
- * reset (tracing on, concurrent reset, draining an in-flight call,
- * timeout), validation of damaged headers, and the exports byte for byte:
+ * 64-frame edges, the hash-of-0 rule, the spread of the hash over regular
+ * families of stacks, pool exhaustion and the probe cap,
+ * reset (tracing on, concurrent reset, draining an in-flight call through
+ * either half of the counters, timeout, resets while threads on every CPU
+ * call), the per-CPU (rseq) and atomic counters adding up to the calls,
+ * validation of damaged headers, and the exports byte for byte:
  * text, stat, JSON and the FSMB v2 binary, which is read back by a reader
  * written here (in both byte orders) and by the module's reader.
  */
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -219,6 +223,126 @@ static void test_hash_zero(void **state)
 	free_map(f);
 }
 
+/*
+ * The hash spreads realistic and adversarially regular families of stacks:
+ * for each family of 4096 distinct 16-frame (or 1..64-frame) stacks, with
+ * two seeds, (a) 32-bit keys almost never collide (expected pairs:
+ * 4096^2 / 2^33 = 0.002; allowed: 2), (b) the low 10 bits, the table index
+ * of a small map, are uniform (chi-square per degree of freedom below 1.5;
+ * about 1 expected), (c) linear probing in a table twice the size finds a
+ * free slot within 40 probes (about 15 expected, 64 is the cap). The
+ * "two values" families (every frame one of two addresses, a few bits
+ * apart or 4 GiB apart) made the previous hash collide for most stacks.
+ */
+#define DIST_N 4096
+
+static uint64_t dist_rng;
+
+static uint64_t dist_rand(void)
+{
+	dist_rng ^= dist_rng << 13;
+	dist_rng ^= dist_rng >> 7;
+	dist_rng ^= dist_rng << 17;
+	return dist_rng;
+}
+
+static void dist_family(int fam, uint64_t delta, uint64_t (*st)[64], uint32_t *dep)
+{
+	uint64_t base[64];
+	for (int i = 0; i < 64; i++)
+		base[i] = 0x555555554000ull + (dist_rand() & 0xfffff);
+	for (uint32_t n = 0; n < DIST_N; n++) {
+		dep[n] = 16;
+		memcpy(st[n], base, sizeof(base));
+		switch (fam) {
+		case 0: /* the leaf call site moves */
+			st[n][0] = 0x555555554000ull + n * 16;
+			break;
+		case 1: /* only the outermost frame differs */
+			st[n][15] = 0x555555554000ull + n * 4;
+			break;
+		case 2: /* two frames on a grid */
+			st[n][0] += (n & 63) * 8;
+			st[n][1] += (n >> 6) * 8;
+			break;
+		case 3: /* depths 1..64, prefixes of each other */
+			dep[n] = 1 + n % 64;
+			st[n][0] += (n / 64) * 16;
+			break;
+		case 4: /* one frame in mappings 4 GiB apart */
+			st[n][3] = 0x7f0000000000ull + (uint64_t)(n & 255) * 0x100000000ull +
+				   (n >> 8) * 8;
+			break;
+		case 5: /* every frame one of two values */
+			for (int i = 0; i < 20; i++)
+				st[n][i] = 0x401000 + ((n >> (i % 12)) & 1) * delta;
+			dep[n] = 20;
+			break;
+		case 6: /* one frame differs, at every position in turn */
+			st[n][n % 16] += 8 * (1 + n / 16);
+			break;
+		case 7: /* random frames, random depths */
+			dep[n] = 1 + (uint32_t)(dist_rand() % 64);
+			for (int i = 0; i < 64; i++)
+				st[n][i] = 0x555555554000ull + (dist_rand() & 0xffffff);
+			break;
+		}
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_hash_distribution(void **state)
+{
+	(void)state;
+	static uint64_t st[DIST_N][64];
+	static uint32_t dep[DIST_N], keys[DIST_N], sorted[DIST_N], bucket[1024];
+	static uint8_t table[2 * DIST_N];
+	const uint64_t seeds[2] = { SEED, 0x9d2c5680a1b2c3d4ull };
+	const uint64_t deltas[4] = { 0x8, 0x40, 0x100000, 0x100000000ull };
+	dist_rng = 88172645463325252ull;
+	for (int fam = 0; fam < 8; fam++) {
+		for (int dv = 0; dv < (fam == 5 ? 4 : 1); dv++) {
+			dist_family(fam, deltas[dv], st, dep);
+			for (int sd = 0; sd < 2; sd++) {
+				for (uint32_t n = 0; n < DIST_N; n++)
+					keys[n] = stackmap_key(seeds[sd], st[n], dep[n]);
+				memcpy(sorted, keys, sizeof(keys));
+				qsort(sorted, DIST_N, sizeof(sorted[0]), cmp_u32);
+				int coll = 0;
+				for (uint32_t n = 1; n < DIST_N; n++)
+					coll += sorted[n] == sorted[n - 1];
+				memset(bucket, 0, sizeof(bucket));
+				for (uint32_t n = 0; n < DIST_N; n++)
+					bucket[keys[n] & 1023]++;
+				double chi = 0, e = DIST_N / 1024.0;
+				for (int b = 0; b < 1024; b++)
+					chi += (bucket[b] - e) * (bucket[b] - e) / e;
+				memset(table, 0, sizeof(table));
+				uint32_t maxp = 0;
+				for (uint32_t n = 0; n < DIST_N; n++) {
+					uint32_t i = keys[n] & (2 * DIST_N - 1), p = 0;
+					while (table[i]) {
+						i = (i + 1) & (2 * DIST_N - 1);
+						p++;
+					}
+					table[i] = 1;
+					maxp = p > maxp ? p : maxp;
+				}
+				if (coll > 2 || chi / 1023 > 1.5 || maxp > 40)
+					fail_msg("family %d delta %llx seed %d: %d collisions, chi2/df %.2f, "
+						 "longest probe %u",
+						 fam, (unsigned long long)deltas[dv], sd, coll, chi / 1023,
+						 maxp);
+			}
+		}
+	}
+}
+
 /* ---- exhaustion and the probe cap ------------------------------------------------ */
 
 static void test_exhaustion(void **state)
@@ -316,10 +440,28 @@ static void test_probe_cap(void **state)
 	m->table[(key + 63) & m->mask].key = 0;
 	m->table[(key + 63) & m->mask].elem = 0;
 	m->table[key & m->mask].key = key;
-	m->table[key & m->mask].elem = 1; /* the element of {1,2,3,4}... */
-	m->pool[0].ips[3] = 5;            /* ...now {1,2,3,5} */
+	m->table[key & m->mask].elem = STACKMAP_SLOT_ELEM(1, 4); /* {1,2,3,4}... */
+	m->pool[0].ips[3] = 5;                                   /* ...now {1,2,3,5} */
 	assert_int_equal(stackmap_get_id(m, ips, 4, 0, &id), 1);
 	assert_int_equal(id, 2);
+	assert_int_equal(ref_of(m, 1), 2); /* untouched by the mismatch */
+
+	/* A slot with our key and another depth is passed over without a look
+	 * at the element (which does hold our frames). */
+	uint64_t ips3[3] = { 7, 8, 9 };
+	uint32_t key3 = stackmap_key(m->seed, ips3, 3);
+	assert_int_equal(stackmap_get_id(m, ips3, 3, 0, &id), 1);
+	assert_int_equal(id, 3);
+	struct stackmap_slot *s3 = NULL;
+	for (uint32_t i = 0; i < STACKMAP_MAX_PROBES && !s3; i++)
+		if (m->table[(key3 + i) & m->mask].key == key3)
+			s3 = &m->table[(key3 + i) & m->mask];
+	assert_non_null(s3);
+	assert_int_equal(s3->elem, STACKMAP_SLOT_ELEM(3, 3));
+	s3->elem = STACKMAP_SLOT_ELEM(3, 2);
+	assert_int_equal(stackmap_get_id(m, ips3, 3, 0, &id), 1);
+	assert_int_equal(id, 4);
+	assert_int_equal(ref_of(m, 3), 1);
 }
 
 /* ---- reset ---------------------------------------------------------------------- */
@@ -428,6 +570,255 @@ static void test_reset(void **state)
 	assert_int_equal(st.entries + st.successes + st.drops, 0);
 }
 
+/*
+ * The drain counts the per-CPU (rseq) halves too, and a call may enter
+ * through one half and leave through the other (its thread migrated in
+ * between): simulated here by adding to the counters as such a call would.
+ */
+static void drain_case(struct stackmap *m, uint64_t *enter, uint64_t *leave)
+{
+	__atomic_fetch_add(enter, 1, __ATOMIC_SEQ_CST);
+	struct reset_arg ra = { m, 1, 0 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, reset_thread, &ra), 0);
+	while (!__atomic_load_n(&m->hdr->resetting, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+	sleep_ms(20);
+	assert_int_equal(__atomic_load_n(&ra.done, __ATOMIC_ACQUIRE), 0);
+	__atomic_fetch_add(leave, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(ra.ret, 0);
+}
+
+static void test_reset_percpu_halves(void **state)
+{
+	struct fixture *f = *state;
+	struct stackmap *m = &f->map;
+	uint64_t ips[4] = { 1, 2, 3, 4 };
+	uint32_t id;
+	assert_int_equal(stackmap_get_id(m, ips, 4, 1, &id), 1);
+
+	drain_case(m, &m->cpu[1].l_entries, &m->cpu[1].l_exits);
+	drain_case(m, &m->cpu[1].l_entries, &m->cpu[1].exits);
+	drain_case(m, &m->cpu[0].entries, &m->cpu[0].l_exits);
+
+	/* Empty and zeroed whatever half each count went through. */
+	struct stackmap_stat st;
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.entries + st.successes + st.drops, 0);
+	assert_int_equal(stackmap_get_id(m, ips, 4, 1, &id), 1);
+	assert_int_equal(id, 1);
+	uint64_t succ, drops;
+	assert_int_equal(stackmap_cpu_stat(m, 1, &succ, &drops), 0);
+	assert_int_equal(succ, 1);
+	assert_int_equal(drops, 0);
+}
+
+/* ---- per-CPU counting ----------------------------------------------------------- */
+
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+/*
+ * Calls that name the CPU they run on count through the per-CPU halves
+ * (when this build and this process have rseq), the others through the
+ * atomic ones; either way successes and drops of each CPU add up to its
+ * calls, and a view with percpu cleared uses the atomic halves only.
+ */
+static void test_percpu_counters(void **state)
+{
+	(void)state;
+	cpu_set_t old;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	uint32_t here = 0;
+	while (!CPU_ISSET(here, &old))
+		here++;
+	assert_int_equal(pin_to((int)here), 0);
+	/* Blocks for this CPU and the next one, which no thread here runs on. */
+	struct fixture *f = new_map(10, here + 2, SEED);
+	struct stackmap *m = &f->map;
+	enum { N = 1000 };
+	uint64_t ips[8];
+	uint32_t id;
+	for (uint32_t n = 0; n < N; n++) {
+		make_stack(ips, 8, n % 50);
+		assert_true(stackmap_get_id(m, ips, 8, here, &id) >= 0);
+		assert_true(stackmap_get_id(m, ips, 8, here + 1, &id) >= 0);
+	}
+	/* Drops: a reset pretends to run. */
+	m->hdr->resetting = 1;
+	for (uint32_t n = 0; n < 10; n++) {
+		assert_int_equal(stackmap_get_id(m, ips, 8, here, &id), -EAGAIN);
+		assert_int_equal(stackmap_get_id(m, ips, 8, here + 1, &id), -EAGAIN);
+	}
+	m->hdr->resetting = 0;
+
+	const struct stackmap_cpu *c0 = &m->cpu[here], *c1 = &m->cpu[here + 1];
+	if (m->percpu) {
+		/* Every call on CPU 0 went through its per-CPU half (no
+		 * preemption inside a three-instruction section in 2000 calls,
+		 * or a few: allow them), none through CPU 1's. */
+		assert_true(c0->l_entries >= N + 10 - 5);
+		assert_int_equal(c0->l_entries + c0->entries, N + 10);
+		assert_int_equal(c0->l_exits + c0->exits, N + 10);
+		assert_int_equal(c1->l_entries + c1->l_exits, 0);
+	} else {
+		assert_int_equal(c0->l_entries + c0->l_exits + c1->l_entries + c1->l_exits, 0);
+	}
+	assert_int_equal(c1->entries, N + 10);
+	assert_int_equal(c1->exits, N + 10);
+	uint64_t succ, drops;
+	for (uint32_t cpu = here; cpu < here + 2; cpu++) {
+		assert_int_equal(stackmap_cpu_stat(m, cpu, &succ, &drops), 0);
+		assert_int_equal(succ, N);
+		assert_int_equal(drops, 10);
+	}
+	struct stackmap_stat st;
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes, 2 * N);
+	assert_int_equal(st.drops, 20);
+	assert_int_equal(st.entries, 50);
+
+	/* The atomic fallback alone, as without rseq. */
+	uint64_t l0 = c0->l_entries;
+	m->percpu = 0;
+	for (uint32_t n = 0; n < 100; n++) {
+		make_stack(ips, 8, n % 50);
+		assert_int_equal(stackmap_get_id(m, ips, 8, here, &id), 0);
+	}
+	assert_int_equal(c0->l_entries, l0);
+	assert_int_equal(stackmap_cpu_stat(m, here, &succ, &drops), 0);
+	assert_int_equal(succ, N + 100);
+
+	/* After a reset both halves start from zero again. */
+	assert_int_equal(stackmap_reset(m, 0), 0);
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes + st.drops + st.entries, 0);
+	free_map(f);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+}
+
+/*
+ * Threads on every CPU call get_id naming the CPU they run on (the per-CPU
+ * path) while this thread resets the map again and again: every reset
+ * succeeds, no call fails other than with -EAGAIN or -ENOSPC, and once they
+ * stop, the reference counts add up to the successes and every stored
+ * element holds a stack of the set, once per stack and thread at most.
+ */
+#define DRAIN_THREADS 2
+#define DRAIN_STACKS 300
+
+struct drainer {
+	struct stackmap *map;
+	int cpu;
+	int *stop;
+	uint64_t calls, ok, again, other;
+};
+
+static void *drainer_main(void *p)
+{
+	struct drainer *d = p;
+	pin_to(d->cpu);
+	uint64_t ips[16];
+	for (uint32_t n = 0; !__atomic_load_n(d->stop, __ATOMIC_ACQUIRE); n++) {
+		uint32_t id;
+		make_stack(ips, 16, n % DRAIN_STACKS);
+		int r = stackmap_get_id(d->map, ips, 16, (uint32_t)d->cpu, &id);
+		d->calls++;
+		if (r >= 0)
+			d->ok++;
+		else if (r == -EAGAIN)
+			d->again++;
+		else if (r != -ENOSPC)
+			d->other++;
+	}
+	return NULL;
+}
+
+struct check_walk {
+	uint64_t ref_sum;
+	uint32_t n, bad;
+	uint32_t copies[DRAIN_STACKS];
+};
+
+static int check_one(void *arg, const struct stackmap_stack *s)
+{
+	struct check_walk *w = arg;
+	uint64_t ips[16];
+	uint32_t k = (uint32_t)((s->ips[0] - 0x400000u) / 0x1000);
+	w->n++;
+	w->ref_sum += s->ref;
+	if (s->depth != 16 || k >= DRAIN_STACKS) {
+		w->bad++;
+		return 0;
+	}
+	make_stack(ips, 16, k);
+	if (memcmp(ips, s->ips, sizeof(ips)) != 0)
+		w->bad++;
+	else
+		w->copies[k]++;
+	return 0;
+}
+
+static void test_reset_under_load(void **state)
+{
+	(void)state;
+	int ncpu = online_cpus();
+	struct fixture *f = new_map(10, (uint32_t)(ncpu > DRAIN_THREADS ? ncpu : DRAIN_THREADS), SEED);
+	struct stackmap *m = &f->map;
+	int stop = 0;
+	struct drainer d[DRAIN_THREADS];
+	pthread_t th[DRAIN_THREADS];
+	for (int t = 0; t < DRAIN_THREADS; t++) {
+		d[t] = (struct drainer){ m, t % ncpu, &stop, 0, 0, 0, 0 };
+		assert_int_equal(pthread_create(&th[t], NULL, drainer_main, &d[t]), 0);
+	}
+	int fails = 0;
+	for (int i = 0; i < 200; i++) {
+		fails += stackmap_reset(m, 0) != 0;
+		sleep_ms(1);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	uint64_t calls = 0, again = 0, other = 0;
+	for (int t = 0; t < DRAIN_THREADS; t++) {
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+		calls += d[t].calls;
+		again += d[t].again;
+		other += d[t].other;
+	}
+	assert_int_equal(fails, 0);
+	assert_int_equal(other, 0);
+	assert_true(calls > again);
+
+	struct check_walk w;
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(stackmap_for_each(m, check_one, &w), 0);
+	assert_int_equal(w.bad, 0);
+	for (uint32_t k = 0; k < DRAIN_STACKS; k++)
+		assert_true(w.copies[k] <= DRAIN_THREADS);
+	struct stackmap_stat st;
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes, w.ref_sum);
+	assert_int_equal(st.entries, w.n);
+	/* Nothing in flight: every CPU's entries equal its exits. */
+	for (uint32_t cpu = 0; cpu < m->ncpus; cpu++) {
+		const struct stackmap_cpu *c = &m->cpu[cpu];
+		assert_int_equal(c->l_entries + c->entries, c->l_exits + c->exits);
+	}
+	free_map(f);
+}
+
 /* ---- validation -------------------------------------------------------------------- */
 
 static void test_open_damaged(void **state)
@@ -448,7 +839,8 @@ static void test_open_damaged(void **state)
 	} while (0)
 	DAMAGE(magic, good.magic ^ 1, -EBADMSG);
 	DAMAGE(magic, 0, -EBADMSG);
-	DAMAGE(version, 2, -EPROTO);
+	DAMAGE(version, 1, -EPROTO); /* the layout before per-CPU counting */
+	DAMAGE(version, 3, -EPROTO);
 	DAMAGE(header_size, 128, -EPROTO);
 	DAMAGE(total_size, good.total_size + 64, -EBADMSG);
 	DAMAGE(total_size, good.total_size - 64, -EBADMSG);
@@ -465,6 +857,7 @@ static void test_open_damaged(void **state)
 	DAMAGE(table_off, UINT64_MAX, -EBADMSG);
 	DAMAGE(pool_off, good.pool_off - 64, -EBADMSG);
 	DAMAGE(resetting, 2, -EBADMSG);
+	DAMAGE(percpu, 2, -EBADMSG);
 	DAMAGE(cursor, 2049, -EBADMSG);
 #undef DAMAGE
 	*h = good;
@@ -948,8 +1341,8 @@ static void test_iterate(void **state)
 	assert_int_equal(stackmap_lookup(&f->map, 2, &(struct stackmap_stack){ 0 }), -ENOENT);
 	/* A damaged element index in a slot is ignored by get_id. */
 	for (uint32_t i = 0; i <= f->map.mask; i++)
-		if (f->map.table[i].elem == 1)
-			f->map.table[i].elem = 5000;
+		if (STACKMAP_SLOT_ID(f->map.table[i].elem) == 1)
+			f->map.table[i].elem = STACKMAP_SLOT_ELEM(5000, 2);
 	uint64_t a[2] = { 0x401000, 0x402abc };
 	uint32_t id;
 	assert_int_equal(stackmap_get_id(&f->map, a, 2, 0, &id), 1);
@@ -962,9 +1355,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_basics, setup, teardown),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_hash_zero),
+		cmocka_unit_test(test_hash_distribution),
 		cmocka_unit_test_setup_teardown(test_exhaustion, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_percpu_halves, setup, teardown),
+		cmocka_unit_test(test_percpu_counters),
+		cmocka_unit_test(test_reset_under_load),
 		cmocka_unit_test_setup_teardown(test_open_damaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_stat, setup, teardown),
