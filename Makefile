@@ -57,7 +57,7 @@ LIB_LIBS  :=
 TOOL_LIBS :=
 # Debian packages the build needs; fragments add theirs.
 DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
-            babeltrace2
+            babeltrace2 python3
 
 # Subsystems with their own sources, libraries and packages (mk/*.mk)
 # append to LIB_SRC, TOOL_SRC, LIB_LIBS, TOOL_LIBS and DEB_PKGS here.

@@ -34,6 +34,29 @@ static int open_target(const char *cmd, const char *spec, struct ctl_handle *h)
 	return 0;
 }
 
+/* `CMD [--json] PID|NAME`: parse, then open the target. 0, or the exit
+ * status (2 usage, 1 no such target) after a one-line message. */
+static int json_and_target(const char *cmd, int argc, char **argv, int *json, struct ctl_handle *h)
+{
+	const char *spec = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			*json = 1;
+		} else if (argv[i][0] == '-' || spec) {
+			fprintf(stderr, "ringtrace %s: unexpected argument '%s' (usage: ringtrace %s [--json] PID|NAME)\n",
+				cmd, argv[i], cmd);
+			return 2;
+		} else {
+			spec = argv[i];
+		}
+	}
+	if (!spec) {
+		fprintf(stderr, "ringtrace %s: no process given (usage: ringtrace %s [--json] PID|NAME)\n", cmd, cmd);
+		return 2;
+	}
+	return open_target(cmd, spec, h) < 0 ? 1 : 0;
+}
+
 static const char *comm_of(const struct ctl_block *b, char *buf)
 {
 	memcpy(buf, b->comm, sizeof(b->comm));
@@ -191,24 +214,10 @@ int cmd_list(int argc, char **argv)
 	if (want_help(argc, argv, usage))
 		return 0;
 	int json = 0;
-	const char *spec = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-' || spec) {
-			fprintf(stderr, "ringtrace list: unexpected argument '%s' (usage: %s)\n", argv[i],
-				"ringtrace list [--json] PID|NAME");
-			return 2;
-		} else
-			spec = argv[i];
-	}
-	if (!spec) {
-		fprintf(stderr, "ringtrace list: no process given (usage: ringtrace list [--json] PID|NAME)\n");
-		return 2;
-	}
 	struct ctl_handle h;
-	if (open_target("list", spec, &h) < 0)
-		return 1;
+	int r = json_and_target("list", argc, argv, &json, &h);
+	if (r)
+		return r;
 	const struct ctl_block *b = h.b;
 	const char *log = (const char *)b + CTL_REG_OFF;
 	const uint8_t *en = (const uint8_t *)b + CTL_EN_OFF;
@@ -458,23 +467,10 @@ int cmd_stat(int argc, char **argv)
 	if (want_help(argc, argv, usage))
 		return 0;
 	int json = 0;
-	const char *spec = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-' || spec) {
-			fprintf(stderr, "ringtrace stat: unexpected argument '%s'\n", argv[i]);
-			return 2;
-		} else
-			spec = argv[i];
-	}
-	if (!spec) {
-		fprintf(stderr, "ringtrace stat: no process given (usage: ringtrace stat [--json] PID|NAME)\n");
-		return 2;
-	}
 	struct ctl_handle h;
-	if (open_target("stat", spec, &h) < 0)
-		return 1;
+	int r = json_and_target("stat", argc, argv, &json, &h);
+	if (r)
+		return r;
 	char comm[32], err[512];
 	struct ctl_ring ring = { 0 };
 	int have = h.b->session != CTL_SESSION_NONE && ctl_ring_open(&h, &ring, err, sizeof(err)) == 0;

@@ -94,6 +94,7 @@ struct rec {
 	uint64_t lost0[4];           /* -p: loss counters when we attached */
 	FILE *meta_mem;              /* show: write the metadata here */
 	char comm[17];               /* -p: the program's name */
+	uint64_t last_scan, last_meta;  /* record_round(): ms of the last thread scan, metadata */
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash;
 	uint32_t clock;
 	struct clk_sample c0;
@@ -717,6 +718,38 @@ static void cleanup(struct rec *r)
 	ctl_close(&r->ctl);
 }
 
+/* Loss counters of every CPU, summed: full, overwritten, too big, no rseq. */
+static void lost_counts(const struct ringtrace__rb *rb, uint64_t v[4])
+{
+	v[0] = v[1] = v[2] = v[3] = 0;
+	for (uint32_t c = 0; c < rb->ncpus; c++) {
+		const struct ringtrace__rb_cpu *cc = rb->cpu[c].ctl;
+		v[0] += __atomic_load_n(&cc->lost_full, __ATOMIC_RELAXED);
+		v[1] += __atomic_load_n(&cc->lost_overwrite, __ATOMIC_RELAXED);
+		v[2] += __atomic_load_n(&cc->lost_too_big, __ATOMIC_RELAXED);
+		v[3] += __atomic_load_n(&cc->lost_nocpu, __ATOMIC_RELAXED);
+	}
+}
+
+/* One round of the recorder: new registry entries, the closed sub-buffers
+ * (at most nsb per CPU), thread names every 50 ms, metadata at most every
+ * second when events were added. Returns the sub-buffers taken. */
+static unsigned record_round(struct rec *r)
+{
+	read_registry(r);
+	unsigned got = consume(r, r->nsb);
+	uint64_t now = mono_ms();
+	if (now - r->last_scan >= 50) {
+		scan_threads(r);
+		r->last_scan = now;
+	}
+	if (r->reg_changed && now - r->last_meta >= 1000) {
+		write_metadata(r, 0);
+		r->last_meta = now;
+	}
+	return got;
+}
+
 /* Write what is left, the metadata and the summary line. `salvage`: no
  * writer can run any more (the program exited, or tracing is off for good):
  * take the open sub-buffers too. */
@@ -732,18 +765,13 @@ static void finish(struct rec *r, int salvage)
 
 	if (!r->rb->hdr->attached_pid)
 		fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r->progname);
-	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
-		struct ringtrace__rb_cpu *ctl = r->rb->cpu[c].ctl;
-		r->lost_full += ctl->lost_full;
-		r->lost_overwrite += ctl->lost_overwrite;
-		r->lost_too_big += ctl->lost_too_big;
-		r->lost_nocpu += ctl->lost_nocpu;
-	}
+	uint64_t lost[4];
+	lost_counts(r->rb, lost);
 	/* Attached to a live program: only what was lost while we recorded. */
-	r->lost_full -= r->lost0[0];
-	r->lost_overwrite -= r->lost0[1];
-	r->lost_too_big -= r->lost0[2];
-	r->lost_nocpu -= r->lost0[3];
+	r->lost_full = lost[0] - r->lost0[0];
+	r->lost_overwrite = lost[1] - r->lost0[1];
+	r->lost_too_big = lost[2] - r->lost0[2];
+	r->lost_nocpu = lost[3] - r->lost0[3];
 	struct rb_reader_stats st;
 	rb_reader_stats(r->reader, &st);
 	/* Committed but unreadable: cut off after a record its writer never
@@ -842,20 +870,9 @@ int cmd_record(int argc, char **argv)
 	}
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
 
-	uint64_t last_scan = 0, last_meta = 0;
 	int wstatus = 0, exited = 0;
 	for (;;) {
-		read_registry(&r);
-		unsigned got = consume(&r, r.nsb);
-		uint64_t now = mono_ms();
-		if (now - last_scan >= 50) {
-			scan_threads(&r);
-			last_scan = now;
-		}
-		if (r.reg_changed && now - last_meta >= 1000) {
-			write_metadata(&r, 0);
-			last_meta = now;
-		}
+		unsigned got = record_round(&r);
 		siginfo_t si = { 0 };
 		/* WNOWAIT: a zombie's /proc entry still names its main thread. */
 		if (!exited && waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
@@ -964,13 +981,7 @@ static int live_attach(struct rec *r, const char *pfx)
 	r->nsb = 1u << r->rb->nsb_shift;
 	r->clock = r->rb->hdr->clock;
 	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
-	for (uint32_t c = 0; c < r->rb->ncpus; c++) {
-		struct ringtrace__rb_cpu *cc = r->rb->cpu[c].ctl;
-		r->lost0[0] += cc->lost_full;
-		r->lost0[1] += cc->lost_overwrite;
-		r->lost0[2] += cc->lost_too_big;
-		r->lost0[3] += cc->lost_nocpu;
-	}
+	lost_counts(r->rb, r->lost0);
 	clk_sample(r->clock, &r->c0);
 	return 0;
 }
@@ -1003,20 +1014,9 @@ static int record_attach(struct rec *r)
 	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", r->comm, (int)pid,
 		r->outdir);
 
-	uint64_t last_scan = 0, last_meta = 0;
 	int exited = 0;
 	while (!got_term) {
-		read_registry(r);
-		unsigned got = consume(r, r->nsb);
-		uint64_t now = mono_ms();
-		if (now - last_scan >= 50) {
-			scan_threads(r);
-			last_scan = now;
-		}
-		if (r->reg_changed && now - last_meta >= 1000) {
-			write_metadata(r, 0);
-			last_meta = now;
-		}
+		unsigned got = record_round(r);
 		if (!attached_process_alive(r)) {
 			exited = 1;
 			break;

@@ -104,7 +104,7 @@ static void region_retire(struct region *r)
 		__atomic_store_n(&ctl->retired, nretired, __ATOMIC_RELAXED);
 }
 
-static int use_rseq(const struct ringtrace__rb *rb)
+int agent_rseq_usable(const struct ringtrace__rb *rb)
 {
 #if RINGTRACE__RSEQ
 	const char *no = getenv("RINGTRACE_NO_RSEQ");
@@ -126,11 +126,6 @@ static int use_rseq(const struct ringtrace__rb *rb)
 	(void)rb;
 	return 0;
 #endif
-}
-
-int agent_rseq_usable(const struct ringtrace__rb *rb)
-{
-	return use_rseq(rb);
 }
 
 static int region_alloc(struct region *r)
@@ -174,7 +169,7 @@ static int region_alloc(struct region *r)
 		return ret;
 	}
 	rb->hdr->attached_pid = (uint32_t)getpid();
-	rb->use_rseq = use_rseq(rb);
+	rb->use_rseq = agent_rseq_usable(rb);
 	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
 	r->mem = mem;
 	r->size = size;

@@ -37,9 +37,6 @@ CMDLIM=20                       # seconds any one command may take
 SHM=/dev/shm
 BLOCK=$SHM/ringtrace.ctl.
 
-PASSED=0
-FAILED=0
-WHY=()
 STARTED=()                      # pids of the traced programs we started
 FAKES=()                        # control blocks we forged
 PERMDIR=""
@@ -63,50 +60,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# ---- reporting ------------------------------------------------------------
+# ---- reporting: tests/e2e/harness.sh -------------------------------------
 
-ok() {
-	echo "ok - $1"
-	PASSED=$((PASSED + 1))
-}
-
-notok() {
-	local name=$1
-	shift
-	echo "not ok - $name"
-	FAILED=$((FAILED + 1))
-	printf '%s\n' "$@" | head -n 15 | sed 's/^/    # /'
-}
-
-begin() { WHY=(); }
-why() { WHY+=("$@"); }
-finish() {
-	if [ ${#WHY[@]} -eq 0 ]; then ok "$1"; else notok "$1" "${WHY[@]}"; fi
-	WHY=()
-}
-
-# eq WHAT GOT WANT
-eq() {
-	[ "$2" = "$3" ] || why "$1: got '$2', want '$3'"
-}
-
-# show FILE [N]: the last N lines of FILE as diagnostics.
-show() {
-	local f=$1 n=${2:-5} l
-	[ -s "$f" ] || { why "($f is empty)"; return; }
-	while IFS= read -r l; do why "$f: $l"; done < <(tail -n "$n" "$f" | cut -c1-300)
-}
-
-have() {
-	local f r=0
-	for f in "$@"; do
-		if [ ! -e "$f" ]; then
-			why "missing $f (make tests-build?)"
-			r=1
-		fi
-	done
-	return $r
-}
+. "$REPO/tests/e2e/harness.sh"
 
 # ---- running things -------------------------------------------------------
 

@@ -33,9 +33,6 @@ CMP=$REPO/tests/e2e/compare_babeltrace.sh
 SRC=$REPO/tests/e2e/progs
 LIM=60                          # seconds any single program may run
 
-PASSED=0
-FAILED=0
-WHY=()
 
 TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/ringtrace-e2e.XXXXXX") || exit 1
 
@@ -59,51 +56,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# ---- reporting ------------------------------------------------------------
+# ---- reporting: tests/e2e/harness.sh -------------------------------------
 
-ok() {
-	echo "ok - $1"
-	PASSED=$((PASSED + 1))
-}
-
-notok() {
-	local name=$1
-	shift
-	echo "not ok - $name"
-	FAILED=$((FAILED + 1))
-	printf '%s\n' "$@" | head -n 15 | sed 's/^/    # /'
-}
-
-begin() { WHY=(); }
-why() { WHY+=("$@"); }
-finish() {
-	if [ ${#WHY[@]} -eq 0 ]; then ok "$1"; else notok "$1" "${WHY[@]}"; fi
-	WHY=()
-}
-
-# eq WHAT GOT WANT
-eq() {
-	[ "$2" = "$3" ] || why "$1: got '$2', want '$3'"
-}
-
-# show FILE [N]: the last N lines of FILE as diagnostics.
-show() {
-	local f=$1 n=${2:-5} l
-	[ -s "$f" ] || { why "($f is empty)"; return; }
-	while IFS= read -r l; do why "$f: $l"; done < <(tail -n "$n" "$f" | cut -c1-300)
-}
-
-# have FILE...: every file exists, or the check fails naming the missing one.
-have() {
-	local f r=0
-	for f in "$@"; do
-		if [ ! -e "$f" ]; then
-			why "missing $f (make tests-build?)"
-			r=1
-		fi
-	done
-	return $r
-}
+. "$REPO/tests/e2e/harness.sh"
 
 # ---- running things -------------------------------------------------------
 

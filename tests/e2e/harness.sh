@@ -1,0 +1,53 @@
+#!/bin/bash
+# harness.sh - the reporting helpers of the end-to-end scripts, sourced by
+# tests/e2e/run.sh and tests/e2e/live.sh: "ok - NAME" / "not ok - NAME"
+# lines with "    # " diagnostics, counted in PASSED and FAILED. A check
+# is begin ... why ... finish NAME: it passes when nothing called why.
+
+PASSED=0
+FAILED=0
+WHY=()
+
+ok() {
+	echo "ok - $1"
+	PASSED=$((PASSED + 1))
+}
+
+notok() {
+	local name=$1
+	shift
+	echo "not ok - $name"
+	FAILED=$((FAILED + 1))
+	printf '%s\n' "$@" | head -n 15 | sed 's/^/    # /'
+}
+
+begin() { WHY=(); }
+why() { WHY+=("$@"); }
+finish() {
+	if [ ${#WHY[@]} -eq 0 ]; then ok "$1"; else notok "$1" "${WHY[@]}"; fi
+	WHY=()
+}
+
+# eq WHAT GOT WANT
+eq() {
+	[ "$2" = "$3" ] || why "$1: got '$2', want '$3'"
+}
+
+# show FILE [N]: the last N lines of FILE as diagnostics.
+show() {
+	local f=$1 n=${2:-5} l
+	[ -s "$f" ] || { why "($f is empty)"; return; }
+	while IFS= read -r l; do why "$f: $l"; done < <(tail -n "$n" "$f" | cut -c1-300)
+}
+
+# have FILE...: every file exists, or the check fails naming the missing one.
+have() {
+	local f r=0
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			why "missing $f (make tests-build?)"
+			r=1
+		fi
+	done
+	return $r
+}
