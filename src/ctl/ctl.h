@@ -118,7 +118,7 @@ struct ctl_block {
 };
 
 /* Layout of the file: the block, the registry log, the enabled bytes. */
-#define CTL_REG_OFF   4096u * ((sizeof(struct ctl_block) + 4095) / 4096)
+#define CTL_REG_OFF   (4096u * ((sizeof(struct ctl_block) + 4095) / 4096))
 #define CTL_EN_OFF    (CTL_REG_OFF + CTL_REG_SIZE)
 #define CTL_TOTAL     (CTL_EN_OFF + CTL_MAX_IDS)
 
@@ -129,5 +129,10 @@ int ctl_pattern_valid(const char *pat);
 /* Field 22 of /proc/PID/stat (start time in clock ticks), 0 if unknown:
  * with the pid, it names one process for its whole life. */
 uint64_t ctl_proc_start_time(pid_t pid);
+
+struct timespec;
+/* futex(2) on a word of the block (shared, not FUTEX_PRIVATE): both sides
+ * sleep on and wake each other through cmd_seq and done_seq. */
+long ctl_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *timeout);
 
 #endif

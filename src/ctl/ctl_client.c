@@ -218,11 +218,6 @@ int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen)
 	return 0;
 }
 
-static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
 static int alive(const struct ctl_handle *h)
 {
 	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && ctl_proc_start_time(h->pid) == h->b->start_time;
@@ -293,7 +288,7 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 	/* Release pairs with the control thread's acquire load of cmd_seq. */
 	__atomic_store_n(&b->cmd_state, CTL_CMD_PENDING, __ATOMIC_RELEASE);
 	uint32_t seq = __atomic_add_fetch(&b->cmd_seq, 1, __ATOMIC_RELEASE);
-	futex(&b->cmd_seq, FUTEX_WAKE, INT_MAX, NULL);
+	ctl_futex(&b->cmd_seq, FUTEX_WAKE, INT_MAX, NULL);
 	for (;;) {
 		uint32_t done = __atomic_load_n(&b->done_seq, __ATOMIC_ACQUIRE);
 		if (done == seq) {
@@ -322,7 +317,7 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 			break;
 		}
 		struct timespec ts = { 0, 50000000 };
-		futex(&b->done_seq, FUTEX_WAIT, done, &ts);
+		ctl_futex(&b->done_seq, FUTEX_WAIT, done, &ts);
 	}
 unlock:;
 	uint32_t mine = me;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
@@ -56,4 +57,9 @@ uint64_t ctl_proc_start_time(pid_t pid)
 		if (*p == ' ')
 			field++;
 	return strtoull(p, NULL, 10);
+}
+
+long ctl_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *timeout)
+{
+	return syscall(SYS_futex, uaddr, op, val, timeout, NULL, 0);
 }

@@ -63,11 +63,6 @@ static unsigned nretired;
 static pthread_t agent_thread;
 static int publish_delay_ms;         /* a forked child publishes late */
 
-static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
 /* ---- regions -------------------------------------------------------------- */
 
 static void region_free(struct region *r)
@@ -429,7 +424,7 @@ static void *agent_main(void *arg)
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
 		if (seq == seen) {
-			futex(&ctl->cmd_seq, FUTEX_WAIT, seen, NULL);
+			ctl_futex(&ctl->cmd_seq, FUTEX_WAIT, seen, NULL);
 			continue;
 		}
 		/* Take the request, unless its controller gave up on us (we
@@ -452,7 +447,7 @@ static void *agent_main(void *arg)
 		seen = seq;
 		/* Pairs with the controller's acquire load: result and msg. */
 		__atomic_store_n(&ctl->done_seq, seq, __ATOMIC_RELEASE);
-		futex(&ctl->done_seq, FUTEX_WAKE, INT_MAX, NULL);
+		ctl_futex(&ctl->done_seq, FUTEX_WAKE, INT_MAX, NULL);
 	}
 	return NULL;
 }
