@@ -3,11 +3,16 @@
 # Inside the traced program: the unwinders and the snapshot of loaded
 # objects. libunwind is dlopen'ed at run time (src/unwind/unwind.c says
 # why), so the library needs only its headers at build time, and -ldl.
-LIB_SRC  += src/unwind/unwind.c src/sym/maps.c
+LIB_SRC  += src/unwind/unwind.c src/sym/maps.c src/stackmap/maplog.c
 LIB_LIBS += -ldl
+# ... but libringtrace.so names it as a dependency: loaded with the program,
+# libunwind's thread-local cache is static TLS, so a thread's first capture
+# in a signal handler needs no allocation (rt_unwind_thread_init()).
+LIBSO_LIBS += -Wl,--push-state,--no-as-needed -l:libunwind.so.8 -Wl,--pop-state
 # In the command: offline symbolisation with libdw, C++ names demangled by
 # libstdc++.
 TOOL_SRC  += src/sym/symbolize.c
+TOOL_SRC  += src/stackmap/stack_files.c
 TOOL_LIBS += -ldw -lelf -lstdc++
 DEB_PKGS  += libunwind-dev libdw-dev libelf-dev binutils
 
@@ -68,3 +73,14 @@ $(FX_DIR)/libfx_plugin.so: tests/sym/fx_plugin.c
 	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O1 -fPIC -shared -o $@ $<
 
 tests-build: $(STACK_FIXTURES)
+
+# Writes trace directories with TRACE/stacks/ for tests/e2e/stackmap_cli.sh:
+# stacks made of its own functions' addresses, its own loaded objects.
+# Built like the tests (sanitizers included): stack_files_write is code
+# under test. The core archive is named by path: CORE_A is defined after
+# this fragment is included.
+$(O)/tests/stackfiles_gen: tests/e2e/stackfiles_gen.c $(O)/lib/libringtrace-core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(O)/lib/libringtrace-core.a $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+
+tests-build: $(O)/tests/stackfiles_gen

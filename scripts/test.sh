@@ -123,6 +123,9 @@ fi
 if [ -x tests/e2e/live.sh ]; then
 	suite "live control end-to-end (gcc build)" tests/e2e/live.sh build
 fi
+if [ -x tests/e2e/stacks.sh ]; then
+	suite "stacks at tracepoints (gcc build)" tests/e2e/stacks.sh build
+fi
 if [ -x tests/e2e/stackmap_cli.sh ]; then
 	suite "stackmap command (gcc build)" tests/e2e/stackmap_cli.sh build
 fi
@@ -135,6 +138,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 	[ -x build-asan/tests/stress_rcu ] && check "asan stress grace periods" timeout 600 build-asan/tests/stress_rcu --swaps 200
 	if [ -x tests/e2e/run.sh ]; then
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
+		[ -x tests/e2e/stacks.sh ] && suite "stacks at tracepoints (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/stacks.sh build-asan
 		[ -x tests/e2e/live.sh ] && suite "live control end-to-end (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 LIVE_SANITIZER=1 tests/e2e/live.sh build-asan
 	fi

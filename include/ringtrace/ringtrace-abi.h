@@ -47,7 +47,7 @@
 extern "C" {
 #endif
 
-#define RINGTRACE_ABI_VERSION 2
+#define RINGTRACE_ABI_VERSION 3
 
 #define RINGTRACE__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RINGTRACE__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -72,13 +72,19 @@ struct ringtrace_event_desc {
 	const char *name;
 	const char *signature;
 	const char *file;
-	void *reserved[2];
+	uint32_t flags;              /* RINGTRACE__EVF_*, constant */
+	uint32_t pad;
+	void *reserved;
 };
+
+/* The event carries a stack (RINGTRACE_EVENT_STACK): its payload ends
+ * with the stack suffix described at ringtrace__rb.stacks. */
+#define RINGTRACE__EVF_STACK 0x1u
 
 /* ---- shared-memory layout (docs/design.md section 2) ------------------- */
 
 #define RINGTRACE__SHM_MAGIC    0x31435254474e4952ull /* "RINGTRC1" */
-#define RINGTRACE__SHM_VERSION  1
+#define RINGTRACE__SHM_VERSION  2
 #define RINGTRACE__POS_BITS     42
 #define RINGTRACE__POS_MASK     ((UINT64_C(1) << RINGTRACE__POS_BITS) - 1)
 #define RINGTRACE__PKT_HDR      84      /* CTF packet header + context */
@@ -88,6 +94,8 @@ struct ringtrace_event_desc {
 #define RINGTRACE__ID_THREAD    1       /* ringtrace:thread { u32 tid; } */
 #define RINGTRACE__ID_THREAD_NAME 2     /* ringtrace:thread_name { u32 tid; string comm; } */
 #define RINGTRACE__ID_FIRST_USER 3
+#define RINGTRACE__STACK_NONE   0xffffffffu /* stack_id of a stack given in full */
+#define RINGTRACE__STACK_DEPTH  64          /* frames captured at most */
 #define RINGTRACE__TS_BITS      27
 
 enum { RINGTRACE__MODE_DISCARD = 0, RINGTRACE__MODE_OVERWRITE = 1 };
@@ -116,7 +124,12 @@ struct ringtrace__shm_header {
 	uint32_t reg_dropped;        /* entries that did not fit */
 	uint32_t attached_pid;       /* set once the program has mapped the region */
 	uint32_t use_rseq;           /* what the program chose */
-	uint32_t pad0;
+	/* Set by the region's creator: every event carries a stack. */
+	uint32_t stacks;
+	/* The stack area (stack map, then the loaded-object log), 0 if none;
+	 * laid out by the creator (src/ringbuf/rb_shm.c). */
+	uint64_t stack_off;
+	uint64_t stack_size;
 	/* Futex word: the reader sets 1 before sleeping; a writer that closes a
 	 * sub-buffer and sees 1 clears it and wakes the reader. */
 	uint32_t reader_wait;
@@ -177,8 +190,22 @@ struct ringtrace__rb {
 	uint64_t buf_mask;           /* per-CPU buffer size - 1 */
 	uint64_t reg_off;            /* registry log, as validated at open: */
 	uint64_t reg_size;           /* never re-read from the region */
+	uint64_t stack_off;          /* stack area, as validated (0: none) */
+	uint64_t stack_size;
 	int use_rseq;
 	int clock_tsc;
+	/*
+	 * Stacks, for events declared with one and, when this is 1, for every
+	 * event: the payload then ends with the stack suffix
+	 *   u32 stack_id; u8 depth; u64 ips[depth]
+	 * (signature "u32 stack_id;x64 stack[u8]"): depth is 0 when the id
+	 * names a stack of the region's map; when the map had no room the id
+	 * is RINGTRACE__STACK_NONE and the addresses follow. The probe's fast
+	 * path is for events without a suffix only.
+	 */
+	uint32_t stacks;
+	uint32_t fast;               /* use_rseq && !stacks: the inline path may run */
+	void *stk;                   /* the library's stack capture state, or NULL */
 	struct ringtrace__rb_percpu cpu[];
 };
 
@@ -434,7 +461,7 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
-	if (RINGTRACE__LIKELY(rb->use_rseq && tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
+	if (RINGTRACE__LIKELY(rb->fast && !d->flags && tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
 		int32_t cpu = ringtrace__rseq_cpu();
 		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
 			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];

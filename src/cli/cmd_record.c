@@ -38,6 +38,9 @@
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
 #include "read/reader.h"
+#include "stackmap/maplog.h"
+#include "stackmap/stack_files.h"
+#include "stackmap/stackmap.h"
 #include "ctf/buf.h"
 #include "ringbuf/rb.h"
 
@@ -65,6 +68,8 @@ struct rec {
 	size_t patterns_len;
 	char **argv;
 	const char *attach_spec;     /* -p PID|NAME */
+	int stacks;                  /* --stacks: every event carries a stack */
+	uint32_t stack_bits;         /* --stack-bits: the map's pool is 2^bits */
 	const char *progname;        /* for the directory name and procname */
 
 	char *outdir;
@@ -120,7 +125,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ringtrace record [-o DIR] [--buffer-size SIZE] [--subbuffers N]\n"
-		"                        [--mode discard|overwrite] [-e PATTERN]... -- PROGRAM [ARGS...]\n"
+		"                        [--mode discard|overwrite] [-e PATTERN]... [--stacks]\n"
+		"                        [--stack-bits N] -- PROGRAM [ARGS...]\n"
 		"       ringtrace record -p PID|NAME [-o DIR]\n"
 		"\n"
 		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
@@ -131,7 +137,10 @@ static void usage(FILE *f)
 		"  --mode MODE        discard: drop new events when full (default);\n"
 		"                     overwrite: overwrite the oldest sub-buffers\n"
 		"  -e PATTERN         record only events whose provider:name matches the glob\n"
-		"                     (repeatable; default: all events)\n");
+		"                     (repeatable; default: all events)\n"
+		"  --stacks           every event carries the stack that fired it (a 4-byte id\n"
+		"                     in the stack map saved under DIR/stacks)\n"
+		"  --stack-bits N     the stack map holds 2^N stacks, N from 10 to 18 (default 14)\n");
 }
 
 static int is_pow2(uint64_t v)
@@ -173,6 +182,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	r->buf_size = (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB;
 	r->nsb = RB_DEFAULT_NSB;
 	r->mode = RINGTRACE__MODE_DISCARD;
+	r->stack_bits = 0;           /* 0: not given (STACKMAP_BITS_DEFAULT) */
 	int i = 1;
 	for (; i < argc; i += 2) { /* an option and its value */
 		const char *a = argv[i];
@@ -187,6 +197,11 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
+		if (!strcmp(a, "--stacks")) {
+			r->stacks = 1;
+			i--;         /* no value */
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, PFX "option '%s' needs a value\n", a);
 			return -1;
@@ -217,6 +232,15 @@ static int parse_args(struct rec *r, int argc, char **argv)
 				fprintf(stderr, PFX "bad --mode '%s' (discard or overwrite)\n", v);
 				return -1;
 			}
+		} else if (!strcmp(a, "--stack-bits")) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || end == v || n < STACKMAP_BITS_MIN || n > STACKMAP_BITS_MAX) {
+				fprintf(stderr, PFX "bad --stack-bits '%s' (a number from %d to %d)\n", v,
+					STACKMAP_BITS_MIN, STACKMAP_BITS_MAX);
+				return -1;
+			}
+			r->stack_bits = (uint32_t)n;
 		} else if (!strcmp(a, "-e") || !strcmp(a, "--event")) {
 			if (add_pattern(r, v) < 0)
 				return -1;
@@ -230,7 +254,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			fprintf(stderr, PFX "-p attaches to a running program: no PROGRAM may follow\n");
 			return -1;
 		}
-		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD ||
+		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD || r->stacks || r->stack_bits ||
 		    r->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB || r->nsb != RB_DEFAULT_NSB) {
 			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
 			return -1;
@@ -753,6 +777,45 @@ static unsigned record_round(struct rec *r)
 /* Write what is left, the metadata and the summary line. `salvage`: no
  * writer can run any more (the program exited, or tracing is off for good):
  * take the open sub-buffers too. */
+/*
+ * Save the region's stack map and object log under DIR/stacks, so that
+ * every stack id of the trace resolves (stack_files.h). Nothing is saved
+ * when no stack was captured. Returns 0, or -1 after a message.
+ */
+static int save_stacks(struct rec *r)
+{
+	void *log, *mem;
+	size_t log_size, size;
+	if (rb_stack_area(r->rb, &log, &log_size, &mem, &size) < 0)
+		return 0;
+	/* Opened as a reader: nothing of ours inserts. */
+	struct stackmap map;
+	struct stackmap_stat st;
+	int k = stackmap_open(mem, size, &map);
+	if (k == 0)
+		k = stackmap_stat(&map, &st);
+	if (k < 0) {
+		fprintf(stderr, PFX "the program's stack map is damaged (%s): stacks not saved\n", strerror(-k));
+		return -1;
+	}
+	if (st.entries == 0 && st.drops == 0)
+		return 0;
+	struct rt_map *maps = NULL;
+	size_t nmaps = 0;
+	if (maplog_copy(log, log_size, &maps, &nmaps) < 0)
+		fprintf(stderr, PFX "the program's list of loaded objects is damaged: stacks will print as addresses\n");
+	k = stack_files_write(r->outdir, &map, maps, nmaps);
+	free(maps);
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot write the stacks into '%s/stacks': %s\n", r->outdir, strerror(-k));
+		return -1;
+	}
+	if (st.drops)
+		fprintf(stderr, PFX "the stack map was full: %llu stacks were recorded in full in their events (--stack-bits)\n",
+			(unsigned long long)st.drops);
+	return 0;
+}
+
 static void finish(struct rec *r, int salvage)
 {
 	read_registry(r);
@@ -778,6 +841,8 @@ static void finish(struct rec *r, int salvage)
 	 * finished, or in a sub-buffer whose header never got written. */
 	r->lost_crash = st.crash_lost + st.corrupt_events;
 	int meta_ok = write_metadata(r, 1) == 0;
+	if (save_stacks(r) < 0)
+		r->write_failed = 1;
 
 	char extra[160] = "";
 	if (r->lost_nocpu)
@@ -819,6 +884,10 @@ int cmd_record(int argc, char **argv)
 	r.clock = clk_choose();
 	p.clock = r.clock;
 	p.reg_size = RB_DEFAULT_REG;
+	/* Always a stack area (sparse until used): events declared with a
+	 * stack need it even without --stacks. */
+	p.stack_bits = r.stack_bits ? r.stack_bits : STACKMAP_BITS_DEFAULT;
+	p.stacks = (uint32_t)r.stacks;
 	if (getrandom(r.uuid, sizeof(r.uuid), 0) != sizeof(r.uuid)) {
 		uint64_t x = mono_ms() ^ ((uint64_t)getpid() << 32);
 		for (int i = 0; i < 16; i++)

@@ -103,6 +103,11 @@ static int parse_field(const char *p, const char *end, struct sig_field *f)
 		p++;
 		if (p < end && *p == ']') {
 			f->array = SIG_SEQ;
+			f->count_size = 4;
+		} else if (end - p >= 3 && !memcmp(p, "u8]", 3)) {
+			f->array = SIG_SEQ;
+			f->count_size = 1;
+			p += 2;
 		} else {
 			uint32_t v = 0;
 			if (p == end || *p < '1' || *p > '9')
@@ -179,11 +184,18 @@ int sig_record_size(const struct sig_field *fields, size_t n, const void *payloa
 				return -EBADMSG;
 			need = (uint64_t)((const unsigned char *)nul - (p + off)) + 1;
 		} else if (f->array == SIG_SEQ) {
-			uint32_t count;
-			if (avail - off < 4)
-				return -EBADMSG;
-			memcpy(&count, p + off, 4);
-			off += 4;
+			uint32_t count = 0;
+			if (f->count_size == 1) {
+				if (avail - off < 1)
+					return -EBADMSG;
+				count = (unsigned char)p[off];
+				off += 1;
+			} else {
+				if (avail - off < 4)
+					return -EBADMSG;
+				memcpy(&count, p + off, 4);
+				off += 4;
+			}
 			need = (uint64_t)count * sig_elem_size(f);  /* < 2^35 */
 		} else if (f->array == SIG_FIXED) {
 			need = (uint64_t)f->len * sig_elem_size(f);

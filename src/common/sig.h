@@ -2,6 +2,7 @@
  * sig.h - event signature strings (docs/design.md section 3).
  *
  * A signature such as "u32 id;string path;u8 tag[4];u16 vals[];ptr p;f64 r"
+ * (or "x64 ips[u8]": a sequence with a one-byte count, used for stacks)
  * describes the payload of one event. The tracepoint macros produce it, the
  * library stores it in the registry, the recorder parses it to build the
  * metadata and to walk the events of a sub-buffer, and the tests use it to
@@ -33,7 +34,8 @@ enum sig_kind {
 enum sig_array {
 	SIG_SCALAR = 0,
 	SIG_FIXED,      /* T name[N] */
-	SIG_SEQ,        /* T name[]: u32 count, then count elements */
+	SIG_SEQ,        /* T name[]: u32 count, then count elements;
+			 * T name[u8]: u8 count (count_size 1) */
 };
 
 #define SIG_NAME_MAX   64            /* bytes, NUL included */
@@ -46,6 +48,8 @@ struct sig_field {
 	uint8_t bits;                /* 8, 16, 32 or 64; 0 for strings */
 	uint8_t is_signed;
 	uint8_t array;               /* enum sig_array */
+	uint8_t count_size;          /* SIG_SEQ: bytes of the count, 4 or 1 */
+	uint8_t pad[3];
 	uint32_t len;                /* element count of a SIG_FIXED array */
 	char name[SIG_NAME_MAX];
 };

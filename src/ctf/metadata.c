@@ -163,7 +163,7 @@ static void put_event(struct ctf_buf *b, const struct ctf_event_class *e, int na
 	for (size_t i = 0; i < n; i++) {
 		const struct sig_field *f = &fields[i];
 		if (f->array == SIG_SEQ)
-			ctf_buf_printf(b, "\t\tuint32_t __%s_length;\n", f->name);
+			ctf_buf_printf(b, "\t\tuint%u_t __%s_length;\n", f->count_size * 8u, f->name);
 		ctf_buf_puts(b, "\t\t");
 		put_field_type(b, f, !natural);
 		ctf_buf_printf(b, " _%s", f->name);

@@ -96,8 +96,8 @@ int ctf_needs_extended(uint32_t id, uint64_t prev_ts, uint64_t ts)
 static unsigned field_align(const struct sig_field *f)
 {
 	unsigned a = f->kind == SIG_STRING ? 1 : f->bits / 8u;
-	if (f->array == SIG_SEQ && a < 4)
-		a = 4;               /* the u32 length member */
+	if (f->array == SIG_SEQ && a < f->count_size)
+		a = f->count_size;   /* the length member */
 	return a;
 }
 
@@ -164,7 +164,9 @@ static int enc_payload(struct ctf_enc *e, const struct sig_field *f, size_t n,
 				return -EINVAL;
 			if (count && !v[i].elems)
 				return -EINVAL;
-			if (f[i].array == SIG_SEQ && enc_int(e, count, 4) < 0)
+			if (f[i].array == SIG_SEQ && f[i].count_size == 1 && count > 255)
+				return -EINVAL;
+			if (f[i].array == SIG_SEQ && enc_int(e, count, f[i].count_size) < 0)
 				return -ENOSPC;
 			/* An array aligns to its element even when empty (CTF 1.8
 			 * section 4.2.3; babeltrace2 2.0.4 does it too). */

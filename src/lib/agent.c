@@ -41,6 +41,8 @@
 #include "lib/agent.h"
 #include "lib/rcu.h"
 #include "lib/registry.h"
+#include "lib/stack.h"
+#include "stackmap/stackmap.h"
 #include "ringbuf/rb.h"
 
 #define GRACE_MS 2000
@@ -67,8 +69,10 @@ static int publish_delay_ms;         /* a forked child publishes late */
 
 static void region_free(struct region *r)
 {
-	if (r->rb)
+	if (r->rb) {
+		stack_detach(r->rb);
 		rb_view_free(r->rb);
+	}
 	if (r->mem)
 		munmap(r->mem, r->size);
 	if (r->fd >= 0)
@@ -132,6 +136,9 @@ static int region_alloc(struct region *r)
 	p.mode = ctl->cfg_mode;
 	p.clock = (uint32_t)clk_choose();
 	p.reg_size = RB_DEFAULT_REG;
+	/* Room for the stacks of events declared with one (sparse until
+	 * used: an untouched map costs no memory). */
+	p.stack_bits = STACKMAP_BITS_DEFAULT;
 	if (getrandom(p.uuid, sizeof(p.uuid), GRND_NONBLOCK) != sizeof(p.uuid)) {
 		uint64_t x = ringtrace__clock_monotonic() ^ ((uint64_t)getpid() << 32);
 		for (int i = 0; i < 16; i++)
@@ -164,8 +171,11 @@ static int region_alloc(struct region *r)
 		return ret;
 	}
 	rb->hdr->attached_pid = (uint32_t)getpid();
-	rb->use_rseq = agent_rseq_usable(rb);
+	rb_set_rseq(rb, agent_rseq_usable(rb));
 	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
+	/* Without its stacks the region still works: stack ids then read
+	 * "none". */
+	(void)stack_attach(rb);
 	r->mem = mem;
 	r->size = size;
 	r->fd = fd;
@@ -424,7 +434,14 @@ static void *agent_main(void *arg)
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
 		if (seq == seen) {
-			ctl_futex(&ctl->cmd_seq, FUTEX_WAIT, seen, NULL);
+			/* With stacks, look at the loaded objects a few times a
+			 * second: a dlopen'ed object without tracepoints is
+			 * logged here (the registry logs the others at once). */
+			struct timespec poll = { 0, 250 * 1000000L };
+			int stacks = cur.rb && cur.rb->stk;
+			ctl_futex(&ctl->cmd_seq, FUTEX_WAIT, seen, stacks ? &poll : NULL);
+			if (stacks)
+				stack_log_maps(cur.rb, 0);
 			continue;
 		}
 		/* Take the request, unless its controller gave up on us (we

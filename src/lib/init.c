@@ -25,6 +25,7 @@
 #include "lib/agent.h"
 #include "lib/rcu.h"
 #include "lib/registry.h"
+#include "lib/stack.h"
 #include "ringbuf/rb.h"
 
 static void atfork_prepare(void)
@@ -105,8 +106,9 @@ static struct ringtrace__rb *attach_recorder(void **ret_mem, uint64_t *ret_size,
 		*ret_fd = -1;
 		return NULL;
 	}
-	rb->use_rseq = agent_rseq_usable(rb);
+	rb_set_rseq(rb, agent_rseq_usable(rb));
 	rb->hdr->use_rseq = (uint32_t)rb->use_rseq;
+	(void)stack_attach(rb);
 	*ret_mem = region;
 	*ret_size = region_size;
 	return rb;

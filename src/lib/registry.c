@@ -39,12 +39,15 @@
 
 #include "ctl/ctl.h"
 #include "lib/registry.h"
+#include "lib/stack.h"
 #include "ringbuf/rb.h"
 
 struct reg_event {
 	struct reg_event *next;      /* hash chain */
 	char *provider, *name, *signature, *origin;
+	char *ring_sig;              /* the signature with the stack suffix */
 	uint32_t id;
+	int stack;                   /* declared with a stack */
 	int selected;                /* matches the recording's patterns */
 	struct ringtrace_event_desc **descs;
 	size_t ndesc, cap;
@@ -158,11 +161,26 @@ static void ctl_mark(const struct reg_event *e)
 				 e->selected ? CTL_EV_ENABLED : CTL_EV_DISABLED, __ATOMIC_RELEASE);
 }
 
+/* The fields every event with a stack ends with (ringtrace-abi.h). */
+#define STACK_SUFFIX "u32 stack_id;x64 stack[u8]"
+
+static char *with_stack(const char *sig)
+{
+	char *r;
+	if (asprintf(&r, "%s%s" STACK_SUFFIX, sig, *sig ? ";" : "") < 0)
+		return NULL;
+	return r;
+}
+
 static void log_event(const struct reg_event *e, int to_ring, int to_ctl)
 {
 	const char *s[4] = { e->provider, e->name, e->signature, e->origin };
-	if (to_ring && attached)
-		log_ring(1, e->id, s, 4);
+	if (to_ring && attached) {
+		/* A region where every event carries a stack: the probes'
+		 * slow path appends it (rb_write.c), the recorder must know. */
+		const char *r[4] = { e->provider, e->name, e->ring_sig, e->origin };
+		log_ring(1, e->id, attached->stacks && !e->stack ? r : s, 4);
+	}
 	if (to_ctl && ctl) {
 		log_ctl(1, e->id, s, 4);
 		__atomic_store_n(&ctl->nevents, ctl->nevents + 1, __ATOMIC_RELAXED);
@@ -269,25 +287,39 @@ static void register_desc(struct ringtrace_event_desc *d)
 		return;
 	unsigned b = hash2(d->provider, d->name);
 	struct reg_event *e = find(d->provider, d->name, b);
-	if (e && strcmp(e->signature, d->signature) != 0) {
+	/* A declaration with a stack has the stack's fields in its signature:
+	 * the same event declared with and without one is a conflict. */
+	int stack = (d->flags & RINGTRACE__EVF_STACK) != 0;
+	char *sig = stack ? with_stack(d->signature) : strdup(d->signature);
+	if (!sig)
+		return;
+	if (e && strcmp(e->signature, sig) != 0) {
 		reg_message("ringtrace: event %s:%s refused: fields \"%s\" at %s:%u in %s differ from \"%s\" at %s; this definition is not recorded",
-			    d->provider, d->name, d->signature, d->file ? d->file : "?", d->line,
+			    d->provider, d->name, sig, d->file ? d->file : "?", d->line,
 			    object_of(d), e->signature, e->origin);
+		free(sig);
 		return;
 	}
-	if (!e) {
+	if (e) {
+		free(sig);
+	} else {
 		e = calloc(1, sizeof(*e));
-		if (!e)
+		if (!e) {
+			free(sig);
 			return;
+		}
 		e->provider = strdup(d->provider);
 		e->name = strdup(d->name);
-		e->signature = strdup(d->signature);
+		e->signature = sig;
+		e->stack = stack;
+		e->ring_sig = stack ? strdup(sig) : with_stack(sig);
 		if (asprintf(&e->origin, "%s:%u in %s", d->file ? d->file : "?", d->line, object_of(d)) < 0)
 			e->origin = NULL;
-		if (!e->provider || !e->name || !e->signature || !e->origin) {
+		if (!e->provider || !e->name || !e->ring_sig || !e->origin) {
 			free(e->provider);
 			free(e->name);
 			free(e->signature);
+			free(e->ring_sig);
 			free(e->origin);
 			free(e);
 			return;
@@ -348,6 +380,9 @@ void ringtrace__register_section(struct ringtrace_event_desc *const *start,
 		for (struct ringtrace_event_desc *const *p = start; p < stop; p++)
 			if (*p)
 				register_desc(*p);
+		/* Usually a dlopen: log what it loaded, so that its frames
+		 * symbolise (the lock keeps `attached` mapped). */
+		stack_log_maps(attached, 0);
 	}
 	pthread_mutex_unlock(&lock);
 }

@@ -32,7 +32,35 @@ struct rb_params {
 	uint64_t reg_size;
 	uint8_t uuid[16];
 	char patterns[sizeof(((struct ringtrace__shm_header *)0)->patterns)];
+	/* The stack area: 0 for none, else the stack map's pool is 2^stack_bits
+	 * (STACKMAP_BITS_MIN..MAX); `stacks` 1: every event carries a stack. */
+	uint32_t stack_bits;
+	uint32_t stacks;
 };
+
+/* Whether the inline fast path may run (ringtrace-abi.h): set use_rseq
+ * only through this. */
+static inline void rb_set_rseq(struct ringtrace__rb *rb, int on)
+{
+	rb->use_rseq = on;
+	rb->fast = (uint32_t)(on && !rb->stacks);
+}
+
+/*
+ * The calling thread's stack as an id of the region's stack map (depth 0),
+ * or RINGTRACE__STACK_NONE with the addresses in ips[STACKMAP_MAX_DEPTH]
+ * and their number in *ret_depth (0 when nothing could be captured).
+ * Defined by the library (src/lib/stack.c); from probes only.
+ */
+uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips, uint32_t *ret_depth);
+
+/*
+ * The stack area of a region opened with rb_view_open(): the loaded-object
+ * log (maplog.h) and the stack map (stackmap.h) that follows it. -ENOENT
+ * if the region has none.
+ */
+int rb_stack_area(const struct ringtrace__rb *rb, void **ret_log, size_t *ret_log_size, void **ret_map,
+		  size_t *ret_map_size);
 
 /* Bytes a region with these parameters needs; -EINVAL if out of range. */
 int rb_region_size(const struct rb_params *p, uint64_t *ret_size);

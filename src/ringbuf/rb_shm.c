@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "ringbuf/rb.h"
+#include "stackmap/maplog.h"
+#include "stackmap/stackmap.h"
 
 #define PAGE 4096u
 
@@ -89,37 +91,53 @@ static int compute_layout(uint32_t ncpus, uint32_t sb_shift, uint32_t nsb_shift,
 	return 0;
 }
 
-static int params_layout(const struct rb_params *p, struct layout *l)
+/* The stack area goes last: the object log, then the stack map. */
+static uint64_t stack_area_size(uint32_t bits, uint32_t ncpus)
 {
-	if (!is_pow2(p->sb_size) || !is_pow2(p->nsb) || p->mode > 1 || p->clock > 1)
+	return align_up(maplog_size(), PAGE) + align_up(stackmap_size(bits, ncpus), PAGE);
+}
+
+static int params_layout(const struct rb_params *p, struct layout *l, uint64_t *ret_stack)
+{
+	if (!is_pow2(p->sb_size) || !is_pow2(p->nsb) || p->mode > 1 || p->clock > 1 || p->stacks > 1 ||
+	    (p->stack_bits && (p->stack_bits < STACKMAP_BITS_MIN || p->stack_bits > STACKMAP_BITS_MAX)) ||
+	    (p->stacks && !p->stack_bits))
 		return -EINVAL;
-	return compute_layout(p->ncpus, log2u(p->sb_size), log2u(p->nsb), p->reg_size, l);
+	int r = compute_layout(p->ncpus, log2u(p->sb_size), log2u(p->nsb), p->reg_size, l);
+	if (r < 0)
+		return r;
+	*ret_stack = p->stack_bits ? stack_area_size(p->stack_bits, p->ncpus) : 0;
+	return 0;
 }
 
 int rb_region_size(const struct rb_params *p, uint64_t *ret_size)
 {
 	struct layout l;
-	int r = params_layout(p, &l);
+	uint64_t stack;
+	int r = params_layout(p, &l, &stack);
 	if (r < 0)
 		return r;
-	*ret_size = l.total;
+	*ret_size = stack ? align_up(l.total, PAGE) + stack : l.total;
 	return 0;
 }
 
 int rb_region_init(void *mem, uint64_t size, const struct rb_params *p)
 {
 	struct layout l;
-	int r = params_layout(p, &l);
+	uint64_t stack;
+	int r = params_layout(p, &l, &stack);
 	if (r < 0)
 		return r;
-	if (size < l.total)
+	uint64_t stack_off = stack ? align_up(l.total, PAGE) : 0;
+	uint64_t total = stack ? stack_off + stack : l.total;
+	if (size < total)
 		return -EINVAL;
 	struct ringtrace__shm_header *h = mem;
 	memset(h, 0, sizeof(*h));
 	h->magic = RINGTRACE__SHM_MAGIC;
 	h->version = RINGTRACE__SHM_VERSION;
 	h->header_size = sizeof(*h);
-	h->total_size = l.total;
+	h->total_size = total;
 	h->ncpus = p->ncpus;
 	h->sb_shift = log2u(p->sb_size);
 	h->nsb_shift = log2u(p->nsb);
@@ -136,6 +154,35 @@ int rb_region_init(void *mem, uint64_t size, const struct rb_params *p)
 	memcpy(h->patterns, p->patterns, sizeof(h->patterns));
 	h->patterns[sizeof(h->patterns) - 1] = 0;
 	h->patterns[sizeof(h->patterns) - 2] = 0;
+	if (stack) {
+		h->stacks = p->stacks;
+		h->stack_off = stack_off;
+		h->stack_size = stack;
+		char *area = (char *)mem + stack_off;
+		uint64_t seed;
+		memcpy(&seed, p->uuid, sizeof(seed));
+		size_t log = align_up(maplog_size(), PAGE);
+		if ((r = maplog_init(area, log)) < 0 ||
+		    (r = stackmap_init(area + log, stack - log, p->stack_bits, p->ncpus, seed)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int rb_stack_area(const struct ringtrace__rb *rb, void **ret_log, size_t *ret_log_size, void **ret_map,
+		  size_t *ret_map_size)
+{
+	const struct ringtrace__shm_header *h = rb->hdr;
+	if (!h->stack_size)
+		return -ENOENT;
+	/* Validated by rb_view_open(); the header is re-read, not trusted
+	 * anew: the offsets were checked against the mapping then. */
+	char *area = (char *)h + rb->stack_off;
+	size_t log = align_up(maplog_size(), PAGE);
+	*ret_log = area;
+	*ret_log_size = log;
+	*ret_map = area + log;
+	*ret_map_size = rb->stack_size - log;
 	return 0;
 }
 
@@ -154,9 +201,16 @@ int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb)
 	 * stored offsets to match it exactly: nothing else is trusted. */
 	if (compute_layout(h->ncpus, h->sb_shift, h->nsb_shift, h->reg_size, &l) < 0)
 		return -EBADMSG;
-	if (h->total_size != l.total || size < l.total || h->reg_off != l.reg_off ||
+	if (size < l.total || h->reg_off != l.reg_off ||
 	    h->cpu_off != l.cpu_off || h->cpu_stride != l.cpu_stride ||
 	    h->slots_rel != l.slots_rel || h->data_rel != l.data_rel || h->mode > 1 || h->clock > 1)
+		return -EBADMSG;
+	/* The stack area, if any, follows the CPU areas to the end. */
+	uint64_t stack_off = h->stack_off, stack_size = h->stack_size;
+	if (stack_size ? (stack_off != align_up(l.total, PAGE) || stack_size > (UINT64_C(1) << 34) ||
+			  stack_size < align_up(maplog_size(), PAGE) + PAGE ||
+			  h->total_size != stack_off + stack_size || size < h->total_size || h->stacks > 1)
+		       : (stack_off || h->stacks || h->total_size != l.total))
 		return -EBADMSG;
 
 	struct ringtrace__rb *rb = calloc(1, sizeof(*rb) + h->ncpus * sizeof(rb->cpu[0]));
@@ -172,6 +226,9 @@ int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb)
 	rb->clock_tsc = h->clock == RINGTRACE__CLOCK_TSC;
 	rb->reg_off = l.reg_off;
 	rb->reg_size = h->reg_size;
+	rb->stack_off = stack_off;
+	rb->stack_size = stack_size;
+	rb->stacks = h->stacks;
 	for (uint32_t c = 0; c < h->ncpus; c++) {
 		char *base = (char *)mem + l.cpu_off + (uint64_t)c * l.cpu_stride;
 		rb->cpu[c].ctl = (struct ringtrace__rb_cpu *)base;

@@ -68,6 +68,9 @@ static void put64(char *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+/* Larger than any sub-buffer (ringtrace.h's RINGTRACE__PAYLOAD_MAX). */
+#define PAYLOAD_LIMIT 0x7fffffffu
+
 static void put32(char *p, uint32_t v)
 {
 	memcpy(p, &v, 4);
@@ -298,7 +301,24 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		ringtrace__tls.tid = tid;
 		emit_thread_name(c->rb, tid);
 	}
-	return reserve(c, payload, 0);
+	if (!((d->flags & RINGTRACE__EVF_STACK) || c->rb->stacks))
+		return reserve(c, payload, 0);
+	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
+	 * captured before the reservation, so that the unwinding does not
+	 * hold a sub-buffer open. */
+	uint64_t ips[RINGTRACE__STACK_DEPTH];
+	uint32_t depth;
+	uint32_t id = rb_stack_capture(c->rb, ips, &depth);
+	uint32_t extra = 5 + 8 * depth;
+	if (payload > PAYLOAD_LIMIT - extra)
+		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
+	if (!reserve(c, payload + extra, 0))
+		return 0;
+	char *p = c->payload + payload;
+	memcpy(p, &id, 4);
+	p[4] = (char)depth;
+	memcpy(p + 5, ips, 8 * (size_t)depth);
+	return 1;
 }
 
 static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int internal);

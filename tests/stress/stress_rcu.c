@@ -32,7 +32,7 @@
 #include "ringbuf/rb.h"
 
 static struct ringtrace_event_desc ev = { 1, 3, RINGTRACE_ABI_VERSION, 0, "stress", "rcu", "u64 v",
-					  __FILE__, { 0, 0 } };
+					  __FILE__, 0, 0, 0 };
 
 static atomic_int stop;
 static atomic_ullong written, dropped;
@@ -61,9 +61,9 @@ static int region_new(struct region *r)
 	if (r->mem == MAP_FAILED || rb_region_init(r->mem, r->size, &p) < 0 || rb_view_open(r->mem, r->size, &r->rb) < 0)
 		return -1;
 #if RINGTRACE__RSEQ
-	r->rb->use_rseq = !no_rseq && ringtrace__rseq_cpu() >= 0;
+	rb_set_rseq(r->rb, !no_rseq && ringtrace__rseq_cpu() >= 0);
 #else
-	r->rb->use_rseq = 0;
+	rb_set_rseq(r->rb, 0);
 #endif
 	return 0;
 }

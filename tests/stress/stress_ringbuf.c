@@ -39,7 +39,7 @@
 #define MAX_THREADS 16
 
 static struct ringtrace_event_desc ev = { 1, EV_ID, RINGTRACE_ABI_VERSION, 0, "stress", "ev",
-					  "u32 tid;u64 seq;u32 check", __FILE__, { 0, 0 } };
+					  "u32 tid;u64 seq;u32 check", __FILE__, 0, 0, 0 };
 
 struct writer {
 	pthread_t th;
@@ -279,10 +279,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 #if RINGTRACE__RSEQ
-	rb->use_rseq = !no_rseq && ringtrace__rseq_cpu() >= 0;
+	rb_set_rseq(rb, !no_rseq && ringtrace__rseq_cpu() >= 0);
 #else
 	(void)no_rseq;
-	rb->use_rseq = 0;
+	rb_set_rseq(rb, 0);
 #endif
 	__atomic_store_n(&ringtrace__rb_current, rb, __ATOMIC_RELEASE);
 

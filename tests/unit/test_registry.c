@@ -23,7 +23,7 @@
 #include "lib/registry.h"
 #include "ringbuf/rb.h"
 
-#define DESC(p, n, sig) { 0, 0, RINGTRACE_ABI_VERSION, __LINE__, p, n, sig, "test_registry.c", { 0, 0 } }
+#define DESC(p, n, sig) { 0, 0, RINGTRACE_ABI_VERSION, __LINE__, p, n, sig, "test_registry.c", 0, 0, 0 }
 
 static char last_msg[1024];
 static int nmsg;
@@ -41,7 +41,7 @@ static struct ringtrace_event_desc a_tick = DESC("app", "tick", "");
 static struct ringtrace_event_desc b_req = DESC("app", "request", "u32 id;string path");
 static struct ringtrace_event_desc c_req = DESC("app", "request", "u64 id;string path");
 static struct ringtrace_event_desc c_other = DESC("lib", "other", "f64 x");
-static struct ringtrace_event_desc bad_abi = { 0, 0, 999, 1, "app", "future", "u8 x", "f.c", { 0, 0 } };
+static struct ringtrace_event_desc bad_abi = { 0, 0, 999, 1, "app", "future", "u8 x", "f.c", 0, 0, 0 };
 
 static struct ringtrace_event_desc *const obj_a[] = { &a_req, &a_tick };
 static struct ringtrace_event_desc *const obj_b[] = { &b_req };

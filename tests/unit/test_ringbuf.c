@@ -29,9 +29,9 @@ struct fixture {
 };
 
 static struct ringtrace_event_desc ev_small = { 1, 3, RINGTRACE_ABI_VERSION, 0, "t", "small", "u64 n",
-						__FILE__, { 0, 0 } };
+						__FILE__, 0, 0, 0 };
 static struct ringtrace_event_desc ev_bigid = { 1, 40, RINGTRACE_ABI_VERSION, 0, "t", "bigid", "u64 n",
-						__FILE__, { 0, 0 } };
+						__FILE__, 0, 0, 0 };
 
 static int setup_mode(void **state, uint32_t mode)
 {
@@ -55,7 +55,7 @@ static int setup_mode(void **state, uint32_t mode)
 	assert_int_equal(rb_region_init(f->mem, f->size, &p), 0);
 	assert_int_equal(rb_view_open(f->mem, f->size, &f->rb), 0);
 #if RINGTRACE__RSEQ
-	f->rb->use_rseq = ringtrace__rseq_cpu() >= 0;
+	rb_set_rseq(f->rb, ringtrace__rseq_cpu() >= 0);
 #endif
 	assert_int_equal(rb_reader_new(f->rb, &f->rd), 0);
 	ringtrace__rb_current = f->rb;

@@ -1,0 +1,127 @@
+/*
+ * stack.c - see stack.h.
+ *
+ * The capture path (rb_stack_capture) runs in probes: it unwinds into a
+ * buffer on the caller's stack and asks the lock-free map for an id; it
+ * never locks, allocates or prints. Logging the loaded objects takes a
+ * mutex and allocates, and runs only outside probes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lib/stack.h"
+#include "ringbuf/rb.h"
+#include "stackmap/maplog.h"
+#include "stackmap/stackmap.h"
+#include "sym/maps.h"
+#include "unwind/unwind.h"
+
+/*
+ * Frames between rt_unwind() and the function that fired the event:
+ * rb_stack_capture, ringtrace__reserve_slow, the event's probe. Both are
+ * out of line (noinline here, exported there; the probe is noinline).
+ */
+#define OWN_FRAMES 3
+
+struct lib_stack {
+	struct stackmap map;
+	void *log;
+	size_t log_size;
+	struct rt_maps_gen gen;
+	int method;
+};
+
+/* Serialises appends to every region's log (maplog.h). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int stack_attach(struct ringtrace__rb *rb)
+{
+	void *log, *mem;
+	size_t log_size, size;
+	if (rb_stack_area(rb, &log, &log_size, &mem, &size) < 0)
+		return 0;
+	struct lib_stack *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	int r = stackmap_open(mem, size, &s->map);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	/* Per-CPU counting needs rseq; without it (RINGTRACE_NO_RSEQ, or
+	 * none registered) the map's atomics are used. */
+	if (!rb->use_rseq)
+		s->map.percpu = 0;
+	s->log = log;
+	s->log_size = log_size;
+	/* libunwind is loaded with the library (a static TLS block, so no
+	 * thread needs setting up); if it cannot be, frame pointers. */
+	s->method = rt_unwind_init() == 0 ? RT_UNWIND_LIBUNWIND : RT_UNWIND_FP;
+	rb->stk = s;
+	stack_log_maps(rb, 1);
+	return 0;
+}
+
+void stack_detach(struct ringtrace__rb *rb)
+{
+	free(rb->stk);
+	rb->stk = NULL;
+}
+
+void stack_log_maps(struct ringtrace__rb *rb, int force)
+{
+	struct lib_stack *s = rb ? rb->stk : NULL;
+	if (!s)
+		return;
+	pthread_mutex_lock(&log_lock);
+	if (force || rt_maps_changed(&s->gen) != 0) {
+		/* 600 KiB for a moment: mapped and unmapped rather than
+		 * malloc'ed, so that the program's heap does not keep it. */
+		size_t bytes = MAPLOG_MAX * sizeof(struct rt_map);
+		struct rt_map *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t n = 0;
+		if (m != MAP_FAILED) {
+			if (rt_maps_snapshot(m, MAPLOG_MAX, &n, &s->gen) >= 0)
+				(void)maplog_append(s->log, s->log_size, m, n);
+			munmap(m, bytes);
+		}
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
+__attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
+						     uint32_t *ret_depth)
+{
+	struct lib_stack *s = rb->stk;
+	*ret_depth = 0;
+	if (!s)
+		return RINGTRACE__STACK_NONE;
+	uintptr_t buf[STACKMAP_MAX_DEPTH];
+	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, s->method);
+	if (n < 0 && s->method != RT_UNWIND_FP)
+		/* Re-entered from a signal handler (-EBUSY), or a thread
+		 * libunwind cannot serve: frame pointers, where there are. */
+		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
+	if (n <= 0)
+		return RINGTRACE__STACK_NONE;
+	for (int i = 0; i < n; i++)
+		ips[i] = buf[i];
+	int cpu = -1;
+#if RINGTRACE__RSEQ
+	if (rb->use_rseq)
+		cpu = ringtrace__rseq_cpu();
+#endif
+	if (cpu < 0)
+		cpu = sched_getcpu();
+	uint32_t id;
+	if (stackmap_get_id(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &id) >= 0)
+		return id;
+	/* No room in the map (counted there as a drop): the event carries
+	 * the addresses themselves, so no stack is lost. */
+	*ret_depth = (uint32_t)n;
+	return RINGTRACE__STACK_NONE;
+}

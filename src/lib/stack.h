@@ -1,0 +1,34 @@
+/*
+ * stack.h - stacks captured inside the traced program, for events that
+ * carry one (ringtrace-abi.h, ringtrace__rb.stacks).
+ *
+ * A region with a stack area (rb.h) holds the stack map and the log of
+ * loaded objects. stack_attach() opens them for a region the library is
+ * about to publish; from then on a probe's slow path calls
+ * rb_stack_capture() (declared in rb.h) to turn the calling thread's stack
+ * into an id. stack_log_maps() appends the objects loaded since the last
+ * call to the log (at attach, and after dlopen: the registry calls it when
+ * an object with tracepoints appears, the control thread when the loader's
+ * counters moved).
+ *
+ * Who calls: stack_attach/stack_detach/stack_log_maps from normal code
+ * (constructor, control thread, a dlopen's constructor), never from a
+ * probe. rb_stack_capture from any probe, signal handlers included.
+ */
+#ifndef RINGTRACE_LIB_STACK_H
+#define RINGTRACE_LIB_STACK_H
+
+#include <ringtrace/ringtrace-abi.h>
+
+/* 0 (also when the region has no stack area), or a negative errno: the
+ * region is then used without stacks (ids read RINGTRACE__STACK_NONE). */
+int stack_attach(struct ringtrace__rb *rb);
+
+/* Free what stack_attach() allocated; only once no probe can hold rb. */
+void stack_detach(struct ringtrace__rb *rb);
+
+/* Log the objects loaded since the last call, if the loader's counters
+ * moved (or always, with force). */
+void stack_log_maps(struct ringtrace__rb *rb, int force);
+
+#endif /* RINGTRACE_LIB_STACK_H */
