@@ -54,7 +54,6 @@ TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c
 CLI_SRC   := $(wildcard src/cli/*.c)
 # Libraries the shared library and the command link with (fragments add).
 LIB_LIBS  :=
-LIBSO_LIBS :=
 TOOL_LIBS :=
 # Debian packages the build needs; fragments add theirs.
 DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
@@ -94,7 +93,7 @@ $(LIB_OBJ): CFLAGS += -fvisibility=hidden
 $(LIBSO): $(LIB_OBJ) src/lib/libringtrace.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS) -Wl,--version-script=src/lib/libringtrace.map \
-	    -Wl,-soname,libringtrace.so.0 $(LIBSO_LIBS) $(LIB_LIBS) $(LDLIBS)
+	    -Wl,-soname,libringtrace.so.0 $(LIB_LIBS) $(LDLIBS)
 	ln -sf libringtrace.so $(O)/lib/libringtrace.so.0
 
 $(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)

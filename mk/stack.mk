@@ -5,10 +5,6 @@
 # why), so the library needs only its headers at build time, and -ldl.
 LIB_SRC  += src/unwind/unwind.c src/sym/maps.c src/stackmap/maplog.c
 LIB_LIBS += -ldl
-# ... but libringtrace.so names it as a dependency: loaded with the program,
-# libunwind's thread-local cache is static TLS, so a thread's first capture
-# in a signal handler needs no allocation (rt_unwind_thread_init()).
-LIBSO_LIBS += -Wl,--push-state,--no-as-needed -l:libunwind.so.8 -Wl,--pop-state
 # In the command: offline symbolisation with libdw, C++ names demangled by
 # libstdc++.
 TOOL_SRC  += src/sym/symbolize.c
@@ -16,8 +12,13 @@ TOOL_SRC  += src/stackmap/stack_files.c
 TOOL_LIBS += -ldw -lelf -lstdc++
 DEB_PKGS  += libunwind-dev libdw-dev libelf-dev binutils
 
-# The frame-pointer walk starts from rt_unwind()'s own frame.
-$(O)/obj/src/unwind/unwind.o: CFLAGS += -fno-omit-frame-pointer
+# The frame-pointer walk starts from rt_unwind()'s own frame, and goes
+# through the library's frames between it and the probe (src/lib/stack.c).
+$(O)/obj/src/unwind/unwind.o $(O)/obj/src/lib/stack.o $(O)/obj/src/ringbuf/rb_write.o: \
+	CFLAGS += -fno-omit-frame-pointer
+# The stacks test program: walkable by frame pointers too (a thread's
+# captures in signal handlers before its first one outside use them).
+$(O)/tests/e2e/stacks: CFLAGS += -fno-omit-frame-pointer
 
 # The unit test's call chains must keep every frame and frame pointer
 # (private: not passed on to the library objects it depends on).

@@ -23,7 +23,7 @@ static const struct {
 	{ "reset", cmd_reset, "empty a running program's buffers" },
 	{ "buffer-size", cmd_buffer_size, "resize a running program's buffers (tracing off)" },
 	{ "show", cmd_show, "print a running program's events as they come" },
-	{ "stackmap", cmd_stackmap, "print a stack map (binary export, either byte order)" },
+	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
 };
 
 static void usage(FILE *f)

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "lib/stack.h"
 #include "ringbuf/rb.h"
@@ -58,8 +61,9 @@ int stack_attach(struct ringtrace__rb *rb)
 		s->map.percpu = 0;
 	s->log = log;
 	s->log_size = log_size;
-	/* libunwind is loaded with the library (a static TLS block, so no
-	 * thread needs setting up); if it cannot be, frame pointers. */
+	/* libunwind is dlopen'ed now, not linked: a program that never
+	 * captures a stack does not pay for loading it at start-up (see
+	 * docs/stack-capture.md). If it cannot be loaded, frame pointers. */
 	s->method = rt_unwind_init() == 0 ? RT_UNWIND_LIBUNWIND : RT_UNWIND_FP;
 	rb->stk = s;
 	stack_log_maps(rb, 1);
@@ -93,6 +97,32 @@ void stack_log_maps(struct ringtrace__rb *rb, int force)
 	pthread_mutex_unlock(&log_lock);
 }
 
+/*
+ * libunwind's per-thread block, when its TLS is dynamic (dlopen'ed), is
+ * malloc'ed on the thread's first use: never from a signal handler, whose
+ * thread may be inside malloc. A handler runs with its signal blocked
+ * (unless SA_NODEFER), so the block is set up in a capture that finds
+ * the thread's signal mask empty; until then captures walk frame
+ * pointers (libringtrace's own frames keep them, so the walk reaches the
+ * code that fired the event, and beyond where that code keeps them too).
+ * One rt_sigprocmask per capture for a thread's first 64, then one per 64
+ * (a thread that blocks signals for good stays on the FP walk).
+ */
+static __thread uint32_t thread_ready __attribute__((tls_model("initial-exec")));
+static __thread uint32_t thread_tries __attribute__((tls_model("initial-exec")));
+
+static void thread_prepare(void)
+{
+	uint32_t t = thread_tries++;
+	if (t >= 64 && (t & 63))
+		return;
+	uint64_t mask = ~UINT64_C(0);
+	/* The raw system call: async-signal-safe, nothing of libc's. */
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof(mask)) == 0 && mask == 0 &&
+	    rt_unwind_thread_init() == 0)
+		thread_ready = 1;
+}
+
 __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
 						     uint32_t *ret_depth)
 {
@@ -100,14 +130,19 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	*ret_depth = 0;
 	if (!s)
 		return RINGTRACE__STACK_NONE;
+	int saved_errno = errno;
+	if (!thread_ready && s->method == RT_UNWIND_LIBUNWIND)
+		thread_prepare();
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
 	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, s->method);
 	if (n < 0 && s->method != RT_UNWIND_FP)
 		/* Re-entered from a signal handler (-EBUSY), or a thread
 		 * libunwind cannot serve: frame pointers, where there are. */
 		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
-	if (n <= 0)
+	if (n <= 0) {
+		errno = saved_errno;
 		return RINGTRACE__STACK_NONE;
+	}
 	for (int i = 0; i < n; i++)
 		ips[i] = buf[i];
 	int cpu = -1;
@@ -117,6 +152,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 #endif
 	if (cpu < 0)
 		cpu = sched_getcpu();
+	errno = saved_errno;
 	uint32_t id;
 	if (stackmap_get_id(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &id) >= 0)
 		return id;

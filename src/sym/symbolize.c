@@ -397,6 +397,12 @@ static void set_function(struct sym_result *ret, const char *name)
 	}
 	snprintf(ret->function, sizeof(ret->function), "%s", dem ? dem : name);
 	free(dem);
+	/* A symbol-table name may carry its version ("__libc_start_main@@
+	 * GLIBC_2.34"); the function is the same whatever the version, and
+	 * '@' is in no C or C++ name. */
+	char *at = strchr(ret->function, '@');
+	if (at && at != ret->function)
+		*at = '\0';
 	ret->has_function = 1;
 }
 

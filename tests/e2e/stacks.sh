@@ -70,6 +70,19 @@ if [ -d t1 ]; then
 fi
 finish "every stack id of the trace resolves to symbols, in the signal handler too"
 
+# ---- captures in signal handlers that interrupt malloc ---------------------
+begin
+timeout 120 "$RT" record -o t6 -- "$PROG" storm >out6 2>err6 || { why "record failed or hung"; show err6; }
+k=$(sed -n 's/^storm handled //p' out6)
+[ "${k:-0}" -gt 0 ] || { why "no signal handled"; show out6; }
+"$RT" dump t6 >dump6 2>&1
+eq "handler events" "$(grep -c 'stk:alloc: n=[0-9]* stack_id' dump6)" $((k + 1))
+eq "events without a stack" "$(grep -c 'stack_id=4294967295 stack=\[\]' dump6)" 0
+"$RT" stackmap t6 --folded >fold6 2>&1
+grep -Eq "(^|;)on_usr2;path_c [0-9]+\$" fold6 || { why "no handler stack ending in on_usr2;path_c"; show fold6; }
+grep -Eq "storm_worker;path_a;leaf 1\$" fold6 || { why "no normal stack of the worker"; show fold6; }
+finish "captures in a signal handler that interrupts malloc: no deadlock, every event has a stack"
+
 # ---- record --stacks --------------------------------------------------------
 begin
 "$RT" record --stacks -o t2 -- "$PROG" 10 >out2 2>err2 || { why "record --stacks failed"; show err2; }

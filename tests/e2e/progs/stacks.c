@@ -11,10 +11,12 @@
  * a SIGUSR1 handler. With SLEEP_MS, then fires from path_a once a
  * millisecond for that long (for the live tests). Prints "a N b N c N plain N distinct D signal 1".
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <ringtrace/ringtrace.h>
@@ -89,8 +91,59 @@ static void on_usr1(int sig)
 	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
 }
 
+/*
+ * `stacks storm`: a worker thread allocates and frees in a loop while the
+ * main thread keeps sending it SIGUSR2, whose handler fires stk:alloc: the
+ * worker's first captures happen in a handler that may have interrupted
+ * malloc (they must not set up libunwind's per-thread block there), its
+ * last one from normal code. Prints "storm handled K".
+ */
+static volatile uint32_t storm_handled;
+static volatile int storm_done;
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	path_c(storm_handled);
+	storm_handled = storm_handled + 1;
+	__asm__ __volatile__("" ::: "memory");
+}
+
+static void *storm_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 300000; i++) {
+		void *volatile p = malloc((size_t)(i % 512) + 1);
+		free(p);
+	}
+	path_a(0);
+	__atomic_store_n(&storm_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int storm(void)
+{
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_usr2;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR2, &sa, NULL);
+	pthread_t w;
+	if (pthread_create(&w, NULL, storm_worker, NULL) != 0)
+		return 1;
+	while (!__atomic_load_n(&storm_done, __ATOMIC_ACQUIRE)) {
+		pthread_kill(w, SIGUSR2);
+		struct timespec d = { 0, 20000 };
+		nanosleep(&d, NULL);
+	}
+	pthread_join(w, NULL);
+	printf("storm handled %u\n", storm_handled);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "storm"))
+		return storm();
 	uint32_t n = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 100;
 	uint32_t distinct = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 0;
 	long sleep_ms = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
