@@ -37,6 +37,9 @@ RINGTRACE_EVENT(cmp, sequences,
 		RINGTRACE_SEQ(u32, qu32), RINGTRACE_SEQ(u64, qu64));
 RINGTRACE_EVENT(cmp, hex_sequences, RINGTRACE_SEQ(x8, q8), RINGTRACE_SEQ(x16, q16),
 		RINGTRACE_SEQ(x32, q32), RINGTRACE_SEQ(x64, q64));
+/* Events that carry a stack, with and without fields. */
+RINGTRACE_EVENT_STACK(cmp, with_stack, RINGTRACE_U64(bytes), RINGTRACE_STRING(what));
+RINGTRACE_EVENT_STACK(cmp, one_and_stack, RINGTRACE_PTR(p));
 /* The example of docs/design.md, "Event signature string". */
 RINGTRACE_EVENT(cmp, doc_example, RINGTRACE_U32(id), RINGTRACE_STRING(path),
 		RINGTRACE_ARRAY(u8, tag, 4), RINGTRACE_SEQ(u16, vals), RINGTRACE_PTR(p),
@@ -82,6 +85,8 @@ static void all_fields_fire(uint32_t n, const char *s, const struct all_fields_r
 	ringtrace_tracepoint(cmp, hex_ints, 0xff, 0xffff, 0xdeadbeef, 0);
 	ringtrace_tracepoint(cmp, floats, 1.5f, 2.5);
 	ringtrace_tracepoint(cmp, floats, 3, n);
+	ringtrace_tracepoint(cmp, with_stack, n, s);
+	ringtrace_tracepoint(cmp, one_and_stack, r);
 	ringtrace_tracepoint(cmp, pointer, r);
 	ringtrace_tracepoint(cmp, pointer, 0);
 	ringtrace_tracepoint(cmp, pointer, &r->vals[1]);

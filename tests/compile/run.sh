@@ -122,7 +122,7 @@ if have "$cc" && have "$cxx"; then
 
 	# One 8-byte pointer per event declared in each TU: three TUs include
 	# all_fields.h, and TU1 (as C and as C++) adds tu1_only.
-	per_tu=$(grep -c '^RINGTRACE_EVENT(' "$T/all_fields.h")
+	per_tu=$(grep -Ec '^RINGTRACE_EVENT(_STACK)?\(' "$T/all_fields.h")
 	want=$(( (3 * per_tu + 2) * 8 ))
 	hex=$(readelf -SW "$tmp/all.so" 2>/dev/null | awk '{
 		for (i = 1; i < NF; i++) if ($i == "ringtrace_events") { print $(i + 4); exit } }')
