@@ -92,6 +92,17 @@ eq "stk:plain events with a stack id" "$(grep -c 'stk:plain:.*stack_id=' dump2)"
 grep -Eq "(^|;)main 10\$" fold2 || { why "no 'main 10' for the plain events"; show fold2 6; }
 finish "record --stacks gives every event a stack"
 
+# ---- a dlopen'ed (and dlclose'd) object -----------------------------------
+begin
+if have "$BUILD/tests/e2e/dlplug" "$BUILD/tests/e2e/plugin_a.so"; then
+	"$RT" record --stacks -o t7 -- "$BUILD/tests/e2e/dlplug" "$BUILD/tests/e2e/plugin_a.so" >out7 2>err7 ||
+		{ why "record failed"; show err7; }
+	grep -q "plugin_a.so\$" t7/stacks/maps || { why "plugin_a.so is not in the maps"; show t7/stacks/maps; }
+	"$RT" stackmap t7 --folded >fold7 2>&1
+	grep -Eq "(^|;)main;plugin_a_hello [0-9]+\$" fold7 || { why "no 'main;plugin_a_hello'"; show fold7; }
+fi
+finish "stacks through a dlopen'ed object resolve after it was unloaded"
+
 # ---- exhaustion: a pool of 2^10, 5000 distinct stacks ----------------------
 begin
 "$RT" record --stack-bits 10 -o t3 -- "$PROG" 1 5000 >out3 2>err3 || { why "record failed"; show err3; }
