@@ -1056,9 +1056,12 @@ t_shm() {
 	now=$(shm_list)
 	new=$(comm -13 <(echo "$SHM_BEFORE") <(echo "$now"))
 	for f in $new; do
-		# ringtrace-PID-*: a recorder that still runs is not one of ours.
-		pid=${f##*/ringtrace-}
-		pid=${pid%%-*}
+		# ringtrace-PID-* (a recorder) or ringtrace.ctl.PID (a traced
+		# program): one that still runs is not one of ours.
+		case $f in
+		*/ringtrace.ctl.*) pid=${f##*/ringtrace.ctl.} ;;
+		*) pid=${f##*/ringtrace-}; pid=${pid%%-*} ;;
+		esac
 		if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
 			continue
 		fi
