@@ -202,6 +202,10 @@ echo "== stack capture: ns per unwind (bench/unwind.sh)" >&2
 "$ROOT/bench/unwind.sh" "$BUILD" --runs 7 | grep -E '^(result|info)' >>"$RES" ||
 	note "no unwind figures"
 
+echo "== stacks at tracepoints: dedup on a real workload, ns per event with a stack (bench/stacks.sh)" >&2
+"$ROOT/bench/stacks.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no stacks figures"
+
 echo "== live control: enable latency, disabled cost with the control thread (bench/live_latency.sh)" >&2
 "$ROOT/bench/live_latency.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
 	note "no live-control figures"
@@ -360,6 +364,10 @@ fi
 if grep -q '^result unwind_' "$RES"; then
 	echo "Stack capture, ns per unwind (median; default unwinder: libunwind, see docs/stack-capture.md)"
 	awk '/^result unwind_/ { sub(/^unwind_/, "", $2); printf "  %-28s %10s\n", $2, $3 }' "$RES"
+	echo
+fi
+if grep -q '^result stacks_' "$RES"; then
+	"$ROOT/bench/stacks.sh" --summary "$RES"
 	echo
 fi
 if grep -q '^result live_' "$RES"; then

@@ -369,6 +369,7 @@ static void ringtrace__unregister_tu(void)
 	RINGTRACE__EVENT(ringtrace__desc_##provider##_##name, \
 			 ringtrace__ptr_##provider##_##name, \
 			 ringtrace__probe_##provider##_##name, \
+			 ringtrace__stk_##provider##_##name, \
 			 #provider, #name, 0, RINGTRACE__NFIELDS(__VA_ARGS__), __VA_ARGS__)
 
 /* The same, for an event that carries the stack of the code that fires it
@@ -377,11 +378,12 @@ static void ringtrace__unregister_tu(void)
 	RINGTRACE__EVENT(ringtrace__desc_##provider##_##name, \
 			 ringtrace__ptr_##provider##_##name, \
 			 ringtrace__probe_##provider##_##name, \
+			 ringtrace__stk_##provider##_##name, \
 			 #provider, #name, RINGTRACE__EVF_STACK, RINGTRACE__NFIELDS(__VA_ARGS__), \
 			 __VA_ARGS__)
 
-#define RINGTRACE__EVENT(desc, ptr, probe, pstr, nstr, flags, nf, ...) \
-	RINGTRACE__EVENT_(desc, ptr, probe, pstr, nstr, flags, \
+#define RINGTRACE__EVENT(desc, ptr, probe, stk, pstr, nstr, flags, nf, ...) \
+	RINGTRACE__EVENT_(desc, ptr, probe, stk, pstr, nstr, flags, \
 			  RINGTRACE__CAT(RINGTRACE__FE_, nf), __VA_ARGS__, ~)
 
 /*
@@ -390,7 +392,8 @@ static void ringtrace__unregister_tu(void)
  * reserved. The
  * trailing declaration makes the macro take a semicolon, like a declaration.
  */
-#define RINGTRACE__EVENT_(desc, ptr, probe, pstr, nstr, flags, fe, ...) \
+#define RINGTRACE__EVENT_(desc, ptr, probe, stk, pstr, nstr, flags, fe, ...) \
+	enum { stk = (flags) != 0 }; \
 	static struct ringtrace_event_desc desc = { \
 		0, 0, RINGTRACE_ABI_VERSION, __LINE__, pstr, nstr, \
 		fe(RINGTRACE__OP_SIG, RINGTRACE__SEP_SEMI, __VA_ARGS__), \
@@ -421,8 +424,15 @@ static void ringtrace__unregister_tu(void)
 	do { \
 		RINGTRACE__CHECK_BEGIN \
 		if (RINGTRACE__UNLIKELY(__atomic_load_n( \
-			    &ringtrace__desc_##provider##_##name.enabled, __ATOMIC_RELAXED))) \
+			    &ringtrace__desc_##provider##_##name.enabled, __ATOMIC_RELAXED))) { \
 			ringtrace__probe_##provider##_##name(__VA_ARGS__); \
+			/* An event with a stack is not a tail call: the \
+			 * caller's frame stays on the stack the probe \
+			 * captures. (Constant: other call sites keep their \
+			 * tail call, and clang its frameless disabled path.) */ \
+			if (ringtrace__stk_##provider##_##name) \
+				RINGTRACE__BARRIER(); \
+		} \
 		RINGTRACE__CHECK_END \
 	} while (0)
 

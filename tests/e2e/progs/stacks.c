@@ -54,10 +54,11 @@ NOINLINE void path_b(uint32_t n)
 	__asm__ __volatile__("" ::: "memory");
 }
 
+/* The tracepoint is the function's last statement: the macro must keep
+ * the probe from being a tail call, or path_c's frame would be missing. */
 NOINLINE void path_c(uint32_t n)
 {
 	ringtrace_tracepoint(stk, alloc, n);
-	__asm__ __volatile__("" ::: "memory");
 }
 
 NOINLINE void left(uint32_t code, uint32_t level)
