@@ -5,7 +5,8 @@
 #   2. the public header compiled as C99/C11/C++ (tests/compile)
 #   3. unit tests (cmocka), stress tests, end-to-end tests
 #   4. unit, stress and end-to-end tests again under ASan+UBSan
-#   5. the concurrent stress tests (ring buffer, stack map) under TSan
+#   5. the concurrent stress tests (ring buffer, stack map, grace periods)
+#      under TSan
 #   6. the fuzz targets for a few seconds each
 #
 # Prints "ok - ..." / "not ok - ..." per check and ends with the line
@@ -126,6 +127,9 @@ fi
 if [ -x tests/e2e/stacks.sh ]; then
 	suite "stacks at tracepoints (gcc build)" tests/e2e/stacks.sh build
 fi
+if [ -x tests/e2e/snapshot.sh ]; then
+	suite "snapshots (gcc build)" tests/e2e/snapshot.sh build
+fi
 if [ -x tests/e2e/stackmap_cli.sh ]; then
 	suite "stackmap command (gcc build)" tests/e2e/stackmap_cli.sh build
 fi
@@ -140,6 +144,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
 		[ -x tests/e2e/stacks.sh ] && suite "stacks at tracepoints (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/stacks.sh build-asan
+		[ -x tests/e2e/snapshot.sh ] && suite "snapshots (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 SNAP_EVENTS=100000 tests/e2e/snapshot.sh build-asan
 		[ -x tests/e2e/live.sh ] && suite "live control end-to-end (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 LIVE_SANITIZER=1 tests/e2e/live.sh build-asan
 	fi

@@ -24,6 +24,9 @@ int cmd_stat(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_buffer_size(int argc, char **argv);
 int cmd_stackmap(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_snapshot_enable(int argc, char **argv);
+int cmd_snapshot_disable(int argc, char **argv);
 
 struct ctf_buf;
 struct rd_item;

@@ -369,6 +369,12 @@ static int simple(int argc, char **argv, const char *cmd, uint32_t op)
 		case CTL_OP_OFF:
 			printf("tracing off in process %d\n", (int)h.pid);
 			break;
+		case CTL_OP_SNAP_ENABLE:
+			printf("snapshots enabled in process %d (spare buffers allocated)\n", (int)h.pid);
+			break;
+		case CTL_OP_SNAP_DISABLE:
+			printf("snapshots disabled in process %d\n", (int)h.pid);
+			break;
 		default:
 			if (r == 1)
 				printf("process %d has no buffers: nothing to empty\n", (int)h.pid);
@@ -396,6 +402,16 @@ int cmd_off(int argc, char **argv)
 int cmd_reset(int argc, char **argv)
 {
 	return simple(argc, argv, "reset", CTL_OP_RESET);
+}
+
+int cmd_snapshot_enable(int argc, char **argv)
+{
+	return simple(argc, argv, "snapshot-enable", CTL_OP_SNAP_ENABLE);
+}
+
+int cmd_snapshot_disable(int argc, char **argv)
+{
+	return simple(argc, argv, "snapshot-disable", CTL_OP_SNAP_DISABLE);
 }
 
 int cmd_buffer_size(int argc, char **argv)

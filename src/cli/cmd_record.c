@@ -69,6 +69,9 @@ struct rec {
 	char **argv;
 	const char *attach_spec;     /* -p PID|NAME */
 	int stacks;                  /* --stacks: every event carries a stack */
+	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
+	const char *snap_trigger;    /* what took it */
+	char snap_time[40];          /* when, ISO 8601 */
 	uint32_t stack_bits;         /* --stack-bits: the map's pool is 2^bits */
 	const char *progname;        /* for the directory name and procname */
 
@@ -600,6 +603,10 @@ static int write_metadata(struct rec *r, int final)
 		/* Attached to a running program: packet numbers and discarded
 		 * counts do not start at 0, and that is no loss. */
 		{ "ringtrace_attached", NULL, r->attach_spec ? 1 : 0 },
+		/* Snapshots only (0 and "" otherwise). */
+		{ "ringtrace_snapshot", NULL, (int64_t)r->snap_no },
+		{ "ringtrace_snapshot_trigger", r->snap_trigger ? r->snap_trigger : "", 0 },
+		{ "ringtrace_snapshot_time", r->snap_time, 0 },
 	};
 	struct ctf_trace_desc t = { 0 };
 	memcpy(t.uuid, r->uuid, 16);
@@ -1111,6 +1118,179 @@ out:
 	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
 		rmdir(r->outdir);
 	cleanup(r);
+	return status;
+}
+
+/* ---- snapshot: the buffers of a live program, tracing going on ------------- */
+
+#define SPFX "ringtrace snapshot: "
+
+/*
+ * `ringtrace snapshot PID [-o DIR]`: the program swaps its live buffers
+ * with its spare ones (CTL_OP_SNAPSHOT; writers go on at once in the
+ * spare); we map the old ones, which no probe writes any more, write them
+ * out as a trace like `record` does (everything they hold, the open
+ * sub-buffers included), then give them back (CTL_OP_SNAP_RELEASE).
+ */
+/* One snapshot of the program open in *h, written to outdir (NULL: the
+ * default name). 0, or 1 after a message. */
+static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger)
+{
+	struct rec rr = { 0 }, *r = &rr;
+	r->shm_fd = -1;
+	r->ctl = *h;
+	r->outdir_opt = outdir;
+	pid_t pid = h->pid;
+	r->child = pid;
+	memcpy(r->comm, h->b->comm, sizeof(h->b->comm));
+	r->comm[sizeof(h->b->comm)] = 0;
+	r->progname = r->comm;
+	char err[512], msg[CTL_MSG];
+	int status = 1, held = 0;
+	int k = ctl_request(&r->ctl, CTL_OP_SNAPSHOT, (uint64_t)getpid(), 0, NULL, 0, 5000, msg, sizeof(msg));
+	if (k < 0) {
+		fprintf(stderr, SPFX "process %d: %s\n", (int)pid, *msg ? msg : strerror(-k));
+		goto out;
+	}
+	held = 1;
+	if (*msg)
+		fprintf(stderr, SPFX "%s\n", msg);
+	r->snap_no = (uint32_t)k;
+	r->snap_trigger = trigger;
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(r->snap_time, sizeof(r->snap_time), "%Y-%m-%dT%H:%M:%S%z", &tm);
+	struct ctl_ring ring;
+	if (ctl_snap_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+		fprintf(stderr, SPFX "%s\n", err);
+		goto out;
+	}
+	r->mem = ring.mem;
+	r->mem_size = ring.size;
+	r->rb = ring.rb;
+	if ((k = rb_reader_new(r->rb, &r->reader)) < 0) {
+		fprintf(stderr, SPFX "%s\n", strerror(-k));
+		goto out;
+	}
+	/* Overwrite mode: the oldest sub-buffer still whole comes first. */
+	rb_reader_seek_oldest(r->reader);
+	r->mode = r->rb->mode;
+	r->nsb = 1u << r->rb->nsb_shift;
+	r->clock = r->rb->hdr->clock;
+	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
+	clk_sample(r->clock, &r->c0);
+	char name[64];
+	if (!outdir) {
+		/* make_outdir() adds the date: ringtrace-snapshot-NAME-PID-N-DATE. */
+		snprintf(name, sizeof(name), "snapshot-%s-%d-%u", r->comm, (int)pid, r->snap_no);
+		r->progname = name;
+	}
+	r->fds = malloc(r->rb->ncpus * sizeof(int));
+	if (!r->fds || make_outdir(r) < 0)
+		goto out;
+	r->progname = r->comm;
+	for (uint32_t c = 0; c < r->rb->ncpus; c++)
+		r->fds[c] = -1;
+	scan_threads(r);
+	while (record_round(r) > 0)
+		;
+	finish(r, 1);
+	status = r->write_failed ? 1 : 0;
+out:
+	if (held && attached_process_alive(r)) {
+		k = ctl_request(&r->ctl, CTL_OP_SNAP_RELEASE, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0 && attached_process_alive(r))
+			fprintf(stderr, SPFX "cannot give the buffers back to process %d: %s\n", (int)pid,
+				*msg ? msg : strerror(-k));
+	}
+	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
+		rmdir(r->outdir);
+	r->ctl.b = NULL; /* the caller's */
+	cleanup(r);
+	return status;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--count N [--interval MS]]";
+	const char *spec = NULL, *outdir = NULL;
+	long count = 0, interval = 1000;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("%s\n\n"
+			       "  Write what a running program's buffers hold as a trace, without stopping\n"
+			       "  tracing (snapshots must be enabled: ringtrace snapshot-enable PID).\n"
+			       "  -o DIR         output directory (default: ringtrace-snapshot-NAME-PID-N-DATE-TIME)\n"
+			       "  --count N      take N snapshots, DIR/snapshot-1 .. DIR/snapshot-N\n"
+			       "  --interval MS  between the starts of two of them (default 1000)\n",
+			       usage);
+			return 0;
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--count") || !strcmp(a, "--interval")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			if (!strcmp(a, "-o")) {
+				outdir = v;
+				continue;
+			}
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (*end || end == v || n < (a[2] == 'c' ? 1 : 0) || n > 100000000) {
+				fprintf(stderr, SPFX "bad %s '%s' (a number)\n", a, v);
+				return 2;
+			}
+			if (a[2] == 'c')
+				count = n;
+			else
+				interval = n;
+		} else if (a[0] == '-' || spec) {
+			fprintf(stderr, SPFX "unexpected argument '%s' (%s)\n", a, usage);
+			return 2;
+		} else {
+			spec = a;
+		}
+	}
+	if (!spec) {
+		fprintf(stderr, SPFX "%s\n", usage);
+		return 2;
+	}
+	if (count && !outdir) {
+		fprintf(stderr, SPFX "--count needs -o DIR (the snapshots go into DIR/snapshot-N)\n");
+		return 2;
+	}
+	char err[512];
+	pid_t pid;
+	struct ctl_handle h;
+	if (ctl_resolve(spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, err, sizeof(err)) < 0) {
+		fprintf(stderr, SPFX "%s\n", err);
+		return 1;
+	}
+	int status = 0;
+	if (!count) {
+		status = snapshot_one(&h, outdir, "command");
+	} else if (mkdir(outdir, 0755) < 0 && !(errno == EEXIST && dir_is_empty(outdir))) {
+		fprintf(stderr, SPFX "cannot create '%s': %s\n", outdir,
+			errno == EEXIST ? "exists and is not empty" : strerror(errno));
+		status = 1;
+	} else {
+		struct sigaction sa = { 0 };
+		sa.sa_handler = on_term;
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+		uint64_t t0 = mono_ms();
+		for (long n = 1; n <= count && !got_term; n++) {
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, n);
+			if ((status = snapshot_one(&h, dir, "command")) != 0)
+				break;
+			uint64_t next = t0 + (uint64_t)(n * interval), now = mono_ms();
+			if (n < count && next > now) {
+				struct timespec d = { (time_t)((next - now) / 1000), (long)((next - now) % 1000) * 1000000L };
+				nanosleep(&d, NULL);
+			}
+		}
+	}
+	ctl_close(&h);
 	return status;
 }
 

@@ -23,6 +23,9 @@ static const struct {
 	{ "reset", cmd_reset, "empty a running program's buffers" },
 	{ "buffer-size", cmd_buffer_size, "resize a running program's buffers (tracing off)" },
 	{ "show", cmd_show, "print a running program's events as they come" },
+	{ "snapshot-enable", cmd_snapshot_enable, "allocate spare buffers for snapshots in a running program" },
+	{ "snapshot-disable", cmd_snapshot_disable, "free a running program's spare buffers" },
+	{ "snapshot", cmd_snapshot, "write a running program's buffers as a trace; tracing goes on" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
 };
 
@@ -30,7 +33,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ringtrace COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-16s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n'ringtrace COMMAND --help' describes each command.\n");
 }
 

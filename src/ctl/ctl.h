@@ -33,7 +33,7 @@
 #include <sys/types.h>
 
 #define CTL_MAGIC        0x4c544354474e4952ull /* "RINGTCTL" */
-#define CTL_VERSION      1
+#define CTL_VERSION      2
 #define CTL_DIR          "/dev/shm"
 #define CTL_PREFIX       "ringtrace.ctl."
 #define CTL_REG_SIZE     (256u * 1024)   /* registry log (sparse) */
@@ -52,6 +52,12 @@ enum ctl_op {
 			      * | mode << 32 (0 keep, 1 discard, 2 overwrite) */
 	CTL_OP_FLUSH,        /* close the open sub-buffers (tracing pauses for a
 			      * grace period); arg0 = 1: stay off afterwards */
+	CTL_OP_SNAP_ENABLE,  /* allocate the spare buffers for snapshots */
+	CTL_OP_SNAP_DISABLE, /* free them (refused while a snapshot is held) */
+	CTL_OP_SNAPSHOT,     /* swap live and spare; arg0 = the controller's pid,
+			      * which then holds the old buffers (snap_fd) until
+			      * SNAP_RELEASE; result: the snapshot's number */
+	CTL_OP_SNAP_RELEASE, /* the held buffers were written: reuse them */
 	CTL_OP_MAX
 };
 
@@ -67,6 +73,12 @@ enum ctl_session {
  * later; the control thread takes it (CAS PENDING -> TAKEN) before copying
  * it, and a controller never writes a request while one is TAKEN.
  */
+enum ctl_snap_state {
+	CTL_SNAP_OFF = 0,            /* no spare buffers */
+	CTL_SNAP_READY,              /* spare buffers allocated */
+	CTL_SNAP_HELD,               /* the spare holds a snapshot being written */
+};
+
 enum ctl_cmd_state { CTL_CMD_IDLE = 0, CTL_CMD_PENDING, CTL_CMD_TAKEN, CTL_CMD_CANCELLED };
 
 /* Values of enabled[id]. */
@@ -103,6 +115,12 @@ struct ctl_block {
 	uint32_t cfg_nsb;
 	uint32_t cfg_mode;
 	uint32_t retired;            /* regions kept mapped: a grace period failed */
+	/* snapshots (docs/design.md section 8) */
+	uint32_t snap_state;         /* enum ctl_snap_state */
+	int32_t snap_fd;             /* program's fd of the held buffers, or -1 */
+	uint32_t snap_holder;        /* pid of the controller writing them */
+	uint64_t snap_size;          /* bytes of the held buffers */
+	uint32_t snap_count;         /* snapshots taken */
 	uint32_t pad1;
 
 	/* mailbox */

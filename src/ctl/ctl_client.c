@@ -325,15 +325,38 @@ unlock:;
 	return ret;
 }
 
+static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ring, char *err, size_t errlen);
+
 int ctl_ring_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen)
 {
 	memset(ring, 0, sizeof(*ring));
-	ring->gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+	uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
 	int32_t fdn = h->b->ring_fd;
 	if (h->b->session == CTL_SESSION_NONE || fdn < 0) {
 		snprintf(err, errlen, "process %d has no trace buffers (tracing was never on)", (int)h->pid);
 		return -ENOENT;
 	}
+	int r = map_program_fd(h, fdn, ring, err, errlen);
+	ring->gen = gen;
+	return r;
+}
+
+int ctl_snap_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen)
+{
+	memset(ring, 0, sizeof(*ring));
+	/* Pairs with the program's release store of snap_state. */
+	uint32_t state = __atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE);
+	int32_t fdn = h->b->snap_fd;
+	if (state != CTL_SNAP_HELD || fdn < 0) {
+		snprintf(err, errlen, "process %d holds no snapshot", (int)h->pid);
+		return -ENOENT;
+	}
+	return map_program_fd(h, fdn, ring, err, errlen);
+}
+
+/* Map the region behind descriptor fdn of the program, validated. */
+static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ring, char *err, size_t errlen)
+{
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)h->pid, (int)fdn);
 	int fd = open(path, O_RDWR | O_CLOEXEC);

@@ -62,6 +62,10 @@ static int cur_own;                  /* allocated by us (else the recorder's) */
 #define RETIRED_MAX 16
 static struct region retired[RETIRED_MAX];
 static unsigned nretired;
+/* Snapshots: the spare buffers, swapped with `cur` by a snapshot, then
+ * held (the old live buffers) until the controller writing them releases
+ * them. Only the control thread touches these. */
+static struct region spare = { .fd = -1 };
 static pthread_t agent_thread;
 static int publish_delay_ms;         /* a forked child publishes late */
 
@@ -377,6 +381,141 @@ static int cmd_flush(int stay_off)
 	return 0;
 }
 
+/* ---- snapshots (docs/design.md section 8) -------------------------------------- */
+
+static void publish_snap(uint32_t state, pid_t holder)
+{
+	ctl->snap_fd = state == CTL_SNAP_HELD ? spare.fd : -1;
+	ctl->snap_size = state == CTL_SNAP_HELD ? spare.size : 0;
+	ctl->snap_holder = (uint32_t)holder;
+	/* Pairs with the controller's acquire load: fd and size first. */
+	__atomic_store_n(&ctl->snap_state, state, __ATOMIC_RELEASE);
+}
+
+static int holder_alive(void)
+{
+	pid_t h = (pid_t)ctl->snap_holder;
+	return h > 0 && (kill(h, 0) == 0 || errno == EPERM);
+}
+
+/* The held buffers were written (or their writer died): after a grace
+ * period no probe can still be in them, so they are freed and fresh
+ * spare buffers allocated (untouched memory: nothing spent until used). */
+static int snap_recycle(void)
+{
+	if (rcu_synchronize(GRACE_MS) < 0) {
+		answer("a thread is still inside a tracepoint in the held buffers");
+		return -EBUSY;
+	}
+	region_free(&spare);
+	int r = region_alloc(&spare);
+	if (r < 0) {
+		publish_snap(CTL_SNAP_OFF, 0);
+		answer("cannot allocate new spare buffers: %s; snapshots are off", strerror(-r));
+		return r;
+	}
+	publish_snap(CTL_SNAP_READY, 0);
+	return 0;
+}
+
+static int cmd_snap_enable(void)
+{
+	if (cur.rb && !cur_own) {
+		answer("the buffers belong to ringtrace record (pid %u): use its --snapshot option",
+		       cur.rb->hdr->creator_pid);
+		return -EBUSY;
+	}
+	if (ctl->snap_state != CTL_SNAP_OFF)
+		return 0;
+	int r = region_alloc(&spare);
+	if (r < 0) {
+		answer("cannot allocate the spare buffers: %s", strerror(-r));
+		return r;
+	}
+	publish_snap(CTL_SNAP_READY, 0);
+	return 0;
+}
+
+static int cmd_snap_disable(void)
+{
+	if (ctl->snap_state == CTL_SNAP_HELD && holder_alive()) {
+		answer("pid %u is writing a snapshot: try again when it is done", ctl->snap_holder);
+		return -EBUSY;
+	}
+	if (ctl->snap_state == CTL_SNAP_HELD && rcu_synchronize(GRACE_MS) < 0) {
+		answer("a thread is still inside a tracepoint in the held buffers");
+		return -EBUSY;
+	}
+	region_free(&spare);
+	publish_snap(CTL_SNAP_OFF, 0);
+	return 0;
+}
+
+/*
+ * Swap: the spare becomes the live buffers (published at once: writers go
+ * on in it and never wait), the old live buffers are held for `holder`
+ * to write. After a grace period no probe is left in them and their open
+ * sub-buffers are closed, so the holder reads a quiescent region: every
+ * event is in it or in the new live buffers, none in both.
+ */
+static int cmd_snapshot(pid_t holder)
+{
+	if (ctl->snap_state == CTL_SNAP_OFF) {
+		answer("snapshots are not enabled (ringtrace snapshot-enable %d)", (int)ctl_pid);
+		return -EINVAL;
+	}
+	if (ctl->snap_state == CTL_SNAP_HELD) {
+		if (holder_alive()) {
+			answer("pid %u is still writing the previous snapshot", ctl->snap_holder);
+			return -EBUSY;
+		}
+		int r = snap_recycle(); /* its writer died */
+		if (r < 0)
+			return r;
+	}
+	if (!cur.rb) {
+		answer("no buffers: tracing was never switched on");
+		return -ENOENT;
+	}
+	if (cur.rb->hdr->sb_shift != spare.rb->hdr->sb_shift || cur.rb->hdr->nsb_shift != spare.rb->hdr->nsb_shift ||
+	    cur.rb->mode != spare.rb->mode) {
+		/* buffer-size changed since snapshot-enable: follow it. */
+		region_free(&spare);
+		int r = region_alloc(&spare);
+		if (r < 0) {
+			publish_snap(CTL_SNAP_OFF, 0);
+			answer("cannot allocate the spare buffers: %s", strerror(-r));
+			return r;
+		}
+	}
+	if (region_reader(&cur)) {
+		answer("pid %d reads the live buffers (record -p or show): stop it first", (int)region_reader(&cur));
+		return -EBUSY;
+	}
+	struct region old = cur;
+	cur = spare;
+	spare = old;
+	reg_attach(cur.rb);
+	if (ctl->tracing)
+		reg_tracing(1); /* publishes the new region, release */
+	publish_session();
+	int g = rcu_synchronize(GRACE_MS);
+	if (g == 0)
+		rb_flush_quiescent(spare.rb);
+	uint32_t n = ++ctl->snap_count;
+	publish_snap(CTL_SNAP_HELD, holder);
+	if (g < 0)
+		answer("snapshot %u; a thread was still inside a tracepoint: its last event may be cut", n);
+	return (int)n;
+}
+
+static int cmd_snap_release(void)
+{
+	if (ctl->snap_state != CTL_SNAP_HELD)
+		return 0;
+	return snap_recycle();
+}
+
 static void handle(uint32_t op, uint64_t arg0, uint64_t arg1, const char *text)
 {
 	int r;
@@ -400,6 +539,18 @@ static void handle(uint32_t op, uint64_t arg0, uint64_t arg1, const char *text)
 		break;
 	case CTL_OP_FLUSH:
 		r = cmd_flush(arg0 == 1);
+		break;
+	case CTL_OP_SNAP_ENABLE:
+		r = cmd_snap_enable();
+		break;
+	case CTL_OP_SNAP_DISABLE:
+		r = cmd_snap_disable();
+		break;
+	case CTL_OP_SNAPSHOT:
+		r = cmd_snapshot((pid_t)arg0);
+		break;
+	case CTL_OP_SNAP_RELEASE:
+		r = cmd_snap_release();
 		break;
 	default:
 		answer("unknown request %u", op);
@@ -509,6 +660,7 @@ static int publish(void)
 	b->en_off = CTL_EN_OFF;
 	b->en_count = CTL_MAX_IDS;
 	b->ring_fd = -1;
+	b->snap_fd = -1;
 	b->cfg_sb_size = RB_DEFAULT_SB;
 	b->cfg_nsb = RB_DEFAULT_NSB;
 	b->cfg_mode = RINGTRACE__MODE_DISCARD;
@@ -588,6 +740,7 @@ void agent_after_fork_child(void)
 	for (unsigned i = 0; i < nretired; i++)
 		region_free(&retired[i]);
 	nretired = 0;
+	region_free(&spare);
 	const char *env = getenv("RINGTRACE_CONTROL");
 	if (env && !strcmp(env, "0"))
 		return;

@@ -10,19 +10,15 @@ set -u
 export LC_ALL=C
 exec </dev/null
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
-RT=$BUILD/bin/ringtrace
+. "$REPO/tests/e2e/harness.sh"
+e2e_setup stacks "${1:-build}"
 PROG=$BUILD/tests/e2e/stacks
-T=$(mktemp -d "${TMPDIR:-/tmp}/ringtrace-stacks.XXXXXX") || exit 1
 LIVE_PID=
 cleanup() {
 	[ -n "$LIVE_PID" ] && kill "$LIVE_PID" 2>/dev/null && wait "$LIVE_PID" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
-cd "$T" || exit 1
-. "$REPO/tests/e2e/harness.sh"
 
 # ids FILE PATTERN: the distinct stack ids of the dump lines matching.
 ids() { grep -E "$2" "$1" | sed -n 's/.*stack_id=\([0-9]*\).*/\1/p' | sort -u; }

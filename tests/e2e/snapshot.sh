@@ -1,0 +1,130 @@
+#!/bin/bash
+# snapshot.sh - snapshots of a running program without stopping tracing:
+# the swap stress (a snapshot every millisecond while writers on every CPU
+# fire sequence-numbered events: none lost, none twice), `ringtrace
+# snapshot` writing a trace that dump and babeltrace2 read, numbered
+# snapshots, memory and descriptors of the program flat over many
+# snapshots, and bad input.
+#
+#   tests/e2e/snapshot.sh [BUILD_DIR]
+set -u
+export LC_ALL=C
+exec </dev/null
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/tests/e2e/harness.sh"
+e2e_setup snap "${1:-build}"
+WRITER=$BUILD/tests/e2e/snapwriter
+STRESS=$BUILD/tests/tools/snapstress
+SERVER=$BUILD/examples/server
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# snap_stat PID: virtual size, descriptors and mappings of a process.
+snap_stat() {
+	echo "size=$(awk '/^VmSize:/ { print $2 }' "/proc/$1/status") fds=$(ls "/proc/$1/fd" | wc -l) maps=$(wc -l <"/proc/$1/maps")"
+}
+
+# ---- the swap stress -------------------------------------------------------
+begin
+N=${SNAP_EVENTS:-300000}
+if have "$RT" "$WRITER" "$STRESS"; then
+	"$WRITER" 2 "$N" >w.out 2>&1 &
+	WP=$!
+	PIDS+=("$WP")
+	sleep 0.2
+	"$RT" snapshot-enable $WP >en.out 2>&1 || { why "snapshot-enable failed"; show en.out; }
+	"$RT" on $WP >on.out 2>&1 || { why "on failed"; show on.out; }
+	timeout 300 "$STRESS" $WP 2 "$N" 1000 >st.out 2>&1 || { why "snapstress failed"; show st.out; }
+	for _ in $(seq 100); do grep -q '^done' w.out && break; sleep 0.1; done
+	grep -q '^done' w.out || { why "the writers did not finish"; show w.out; }
+	s=$(sed -n 's/^snapshots \([0-9]*\) .*/\1/p' st.out)
+	[ "${s:-0}" -ge 10 ] || why "only ${s:-0} snapshots were taken during the writes"
+	# For the log: the writers' slowest tracepoint calls and the swap.
+	sed 's/^/    # /' w.out st.out | grep -E 'thread|swap|snapshots'
+	kill $WP 2>/dev/null
+	wait $WP
+	eq "writer exit status" "$?" 0
+fi
+finish "a snapshot every millisecond under writers on every CPU: no event lost or duplicated"
+
+# ---- ringtrace snapshot writes a trace ---------------------------------------
+begin
+if have "$SERVER"; then
+	"$SERVER" >srv.out 2>&1 &
+	SP=$!
+	PIDS+=("$SP")
+	sleep 0.3
+	"$RT" snapshot $SP -o none >bad1.out 2>&1 && why "snapshot accepted before snapshot-enable"
+	eq "message lines" "$(wc -l <bad1.out)" 1
+	grep -q "snapshot-enable" bad1.out || show bad1.out
+	[ -e none ] && why "an output directory was left for a refused snapshot"
+	"$RT" snapshot-enable $SP >/dev/null 2>&1 || why "snapshot-enable failed"
+	"$RT" on $SP >/dev/null 2>&1 || why "on failed"
+	sleep 0.5
+	"$RT" snapshot $SP -o s1 >s1.out 2>s1.err || { why "snapshot failed"; show s1.err; }
+	"$RT" dump s1 >s1.dump 2>&1 || { why "dump failed"; show s1.dump; }
+	c=$(grep -c 'app:request_begin' s1.dump)
+	[ "$c" -gt 0 ] || { why "no request in the snapshot"; show s1.dump; }
+	grep -q 'ringtrace_snapshot = 1;' s1/metadata || why "no snapshot number 1 in the env block"
+	grep -q 'ringtrace_snapshot_trigger = "command";' s1/metadata || why "no trigger in the env block"
+	if command -v babeltrace2 >/dev/null; then
+		babeltrace2 s1 >s1.bt 2>s1.bterr || { why "babeltrace2 failed"; show s1.bterr; }
+		eq "babeltrace2 app events = dump app events" "$(grep -c ' app:' s1.bt)" "$(grep -c ' app:' s1.dump)"
+	fi
+	# Tracing went on: the next snapshot holds later events only.
+	sleep 0.3
+	"$RT" snapshot $SP -o s2 >/dev/null 2>s2.err || { why "second snapshot failed"; show s2.err; }
+	"$RT" dump s2 >s2.dump 2>&1
+	grep -q 'ringtrace_snapshot = 2;' s2/metadata || why "second snapshot is not number 2"
+	last1=$(sed -n 's/.*app:request_begin: worker=0 id=\([0-9]*\).*/\1/p' s1.dump | tail -n 1)
+	first2=$(sed -n 's/.*app:request_begin: worker=0 id=\([0-9]*\).*/\1/p' s2.dump | head -n 1)
+	[ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -gt "$last1" ] ||
+		why "worker 0's requests: snapshot 1 ends at ${last1:-?}, snapshot 2 starts at ${first2:-?}"
+	[ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -eq $((last1 + 1)) ] ||
+		why "worker 0: a request between the snapshots is missing (${last1:-?} then ${first2:-?})"
+fi
+finish "ringtrace snapshot: a trace dump and babeltrace2 read, numbered, tracing going on between snapshots"
+
+begin
+if [ -n "${SP:-}" ]; then
+	"$RT" snapshot $SP -o many --count 3 --interval 100 >many.out 2>many.err || { why "--count failed"; show many.err; }
+	eq "snapshot directories" "$(ls many | tr '\n' ' ')" "snapshot-1 snapshot-2 snapshot-3 "
+	for d in many/snapshot-*; do
+		"$RT" dump "$d" >/dev/null 2>&1 || why "$d does not dump"
+	done
+fi
+finish "snapshot --count 3: numbered snapshot directories"
+
+begin
+if [ -n "${SP:-}" ]; then
+	# One round first: one-time set-up (stack unwinder) is not growth.
+	"$RT" snapshot $SP -o warm >/dev/null 2>&1
+	before=$(snap_stat $SP)
+	"$RT" snapshot $SP -o flat --count 100 --interval 0 >flat.out 2>flat.err || { why "100 snapshots failed"; show flat.err; }
+	after=$(snap_stat $SP)
+	eq "program size/fds/maps before and after 100 snapshots" "$after" "$before"
+	"$RT" snapshot-disable $SP >dis.out 2>&1 || { why "snapshot-disable failed"; show dis.out; }
+	"$RT" snapshot $SP -o off >off.out 2>&1 && why "snapshot accepted after snapshot-disable"
+	kill $SP
+	wait $SP
+	eq "server exit status" "$?" 0
+fi
+finish "100 snapshots: the program's memory, descriptors and mappings stay the same; disable frees the spares"
+
+begin
+"$RT" snapshot 999999999 >b1.out 2>&1 && why "unknown pid accepted"
+eq "message lines (unknown pid)" "$(wc -l <b1.out)" 1
+"$RT" snapshot >b2.out 2>&1
+eq "status without a pid" "$?" 2
+"$RT" snapshot 1 --count 2 >b3.out 2>&1
+eq "status of --count without -o" "$?" 2
+"$RT" snapshot-enable 999999999 >b4.out 2>&1 && why "snapshot-enable of an unknown pid accepted"
+finish "bad input: unknown pid, missing arguments"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
