@@ -150,7 +150,7 @@ test: deps
 run: deps all
 	./scripts/run-example.sh $(O)
 
-bench: deps all
+bench: deps all $(O)/tests/e2e/snapwriter $(O)/tests/tools/snapstress
 	./bench/run.sh $(O)
 
 install: all

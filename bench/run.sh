@@ -206,6 +206,10 @@ echo "== stacks at tracepoints: dedup on a real workload, ns per event with a st
 "$ROOT/bench/stacks.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
 	note "no stacks figures"
 
+echo "== snapshots: swap round trip at 1 MiB and 256 MiB, tracepoint latency during snapshots (bench/snapshot.sh)" >&2
+"$ROOT/bench/snapshot.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no snapshot figures"
+
 echo "== live control: enable latency, disabled cost with the control thread (bench/live_latency.sh)" >&2
 "$ROOT/bench/live_latency.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
 	note "no live-control figures"
@@ -368,6 +372,11 @@ if grep -q '^result unwind_' "$RES"; then
 fi
 if grep -q '^result stacks_' "$RES"; then
 	"$ROOT/bench/stacks.sh" --summary "$RES"
+	echo
+fi
+if grep -q '^result snap_' "$RES"; then
+	echo "Snapshots (bench/snapshot.sh): swap request round trip (us, median), writers' tracepoint p99 (ns)"
+	awk '/^result snap_/ { sub(/^snap_/, "", $2); printf "  %-28s %10s  %s %s %s\n", $2, $3, $4, $5, $6 }' "$RES"
 	echo
 fi
 if grep -q '^result live_' "$RES"; then

@@ -421,7 +421,7 @@ static int snap_recycle(void)
 static int cmd_snap_enable(void)
 {
 	if (cur.rb && !cur_own) {
-		answer("the buffers belong to ringtrace record (pid %u): use its --snapshot option",
+		answer("the buffers belong to ringtrace record (pid %u): snapshots need the program's own buffers",
 		       cur.rb->hdr->creator_pid);
 		return -EBUSY;
 	}

@@ -6,7 +6,7 @@
  * Waits until snap:ev is enabled (tracing switched on from outside), then
  * THREADS threads (thread t pinned to CPU t % ncpus) each fire snap:ev
  * { t, seq } for seq = 0 .. EVENTS-1, timing every call. Prints one line
- * per thread, "thread T events N max_ns M p999_ns P", then "done", and
+ * per thread, "thread T events N max_ns M p99_ns P p999_ns Q", then "done", and
  * waits for SIGTERM (so that the buffers can still be read), exiting 0.
  */
 #include <pthread.h>
@@ -29,6 +29,7 @@ struct writer {
 	pthread_t th;
 	uint32_t t;
 	uint64_t max_ns;
+	uint64_t p99_ns;
 	uint64_t p999_ns;
 };
 
@@ -68,6 +69,7 @@ static void *writer(void *arg)
 			;
 	}
 	qsort(lat, events, sizeof(uint64_t), cmp_u64);
+	w->p99_ns = lat[events * 99 / 100];
 	w->p999_ns = lat[events * 999 / 1000];
 	free(lat);
 	return NULL;
@@ -97,8 +99,9 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t t = 0; t < n; t++) {
 		pthread_join(w[t].th, NULL);
-		printf("thread %u events %llu max_ns %llu p999_ns %llu\n", t, (unsigned long long)events,
-		       (unsigned long long)w[t].max_ns, (unsigned long long)w[t].p999_ns);
+		printf("thread %u events %llu max_ns %llu p99_ns %llu p999_ns %llu\n", t,
+		       (unsigned long long)events, (unsigned long long)w[t].max_ns,
+		       (unsigned long long)w[t].p99_ns, (unsigned long long)w[t].p999_ns);
 	}
 	printf("done\n");
 	fflush(stdout);
