@@ -122,6 +122,10 @@ struct ctl_block {
 	uint64_t snap_size;          /* bytes of the held buffers */
 	uint32_t snap_count;         /* snapshots taken */
 	uint32_t pad1;
+	/* The last snapshot, for benchmarks: ns to attach the spare to the
+	 * registry (its event descriptions), to publish it (the swap proper:
+	 * writers use it from then on), and the grace period after it. */
+	uint64_t snap_attach_ns, snap_swap_ns, snap_grace_ns;
 
 	/* mailbox */
 	uint32_t cmd_lock;           /* controller pid, 0 = free */

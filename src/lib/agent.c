@@ -493,13 +493,19 @@ static int cmd_snapshot(pid_t holder)
 		return -EBUSY;
 	}
 	struct region old = cur;
+	uint64_t t0 = ringtrace__clock_monotonic();
 	cur = spare;
 	spare = old;
 	reg_attach(cur.rb);
+	uint64_t t1 = ringtrace__clock_monotonic();
 	if (ctl->tracing)
 		reg_tracing(1); /* publishes the new region, release */
+	uint64_t t2 = ringtrace__clock_monotonic();
 	publish_session();
 	int g = rcu_synchronize(GRACE_MS);
+	ctl->snap_attach_ns = t1 - t0;
+	ctl->snap_swap_ns = t2 - t1;
+	ctl->snap_grace_ns = ringtrace__clock_monotonic() - t2;
 	if (g == 0)
 		rb_flush_quiescent(spare.rb);
 	uint32_t n = ++ctl->snap_count;
