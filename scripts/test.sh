@@ -145,7 +145,7 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		[ -x tests/e2e/stacks.sh ] && suite "stacks at tracepoints (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/stacks.sh build-asan
 		[ -x tests/e2e/snapshot.sh ] && suite "snapshots (asan build)" \
-			env ASAN_OPTIONS=detect_leaks=1 SNAP_EVENTS=100000 tests/e2e/snapshot.sh build-asan
+			env ASAN_OPTIONS=detect_leaks=1 SNAP_EVENTS=100000 SNAP_SANITIZER=1 tests/e2e/snapshot.sh build-asan
 		[ -x tests/e2e/live.sh ] && suite "live control end-to-end (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 LIVE_SANITIZER=1 tests/e2e/live.sh build-asan
 	fi

@@ -24,6 +24,19 @@ enum ringtrace_log_level {
 typedef void (*ringtrace_log_fn)(int level, const char *msg);
 __attribute__((visibility("default"))) void ringtrace_set_log_callback(ringtrace_log_fn fn);
 
+/*
+ * Ask for a snapshot of this program's trace buffers, for example on an
+ * error path: whoever controls tracing (`ringtrace record
+ * --flight-recorder`, or `ringtrace snapshot PID --watch`) swaps the
+ * buffers and writes the events that led here, while the program runs on.
+ * Only the request is made here: no lock, no allocation, one atomic
+ * increment and one futex wake, so it may be called from any thread and
+ * from signal handlers. Requests made while a snapshot is being taken are
+ * served by one more snapshot. Returns 0 when the request was posted,
+ * -ENOTSUP when snapshots are not enabled (nobody would serve it).
+ */
+__attribute__((visibility("default"))) int ringtrace_snapshot(void);
+
 #ifdef __cplusplus
 }
 #endif

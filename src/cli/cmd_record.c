@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -69,6 +70,7 @@ struct rec {
 	char **argv;
 	const char *attach_spec;     /* -p PID|NAME */
 	int stacks;                  /* --stacks: every event carries a stack */
+	int flight;                  /* --flight-recorder */
 	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
 	const char *snap_trigger;    /* what took it */
 	char snap_time[40];          /* when, ISO 8601 */
@@ -143,7 +145,11 @@ static void usage(FILE *f)
 		"                     (repeatable; default: all events)\n"
 		"  --stacks           every event carries the stack that fired it (a 4-byte id\n"
 		"                     in the stack map saved under DIR/stacks)\n"
-		"  --stack-bits N     the stack map holds 2^N stacks, N from 10 to 18 (default 14)\n");
+		"  --stack-bits N     the stack map holds 2^N stacks, N from 10 to 18 (default 14)\n"
+		"  --flight-recorder  trace into the program's own buffers in overwrite mode and\n"
+		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
+		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
+		"                     program is killed, what its buffers hold: DIR/recovered\n");
 }
 
 static int is_pow2(uint64_t v)
@@ -200,8 +206,11 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
-		if (!strcmp(a, "--stacks")) {
-			r->stacks = 1;
+		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder")) {
+			if (a[2] == 's')
+				r->stacks = 1;
+			else
+				r->flight = 1;
 			i--;         /* no value */
 			continue;
 		}
@@ -257,7 +266,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			fprintf(stderr, PFX "-p attaches to a running program: no PROGRAM may follow\n");
 			return -1;
 		}
-		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD || r->stacks || r->stack_bits ||
+		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD || r->stacks || r->stack_bits || r->flight ||
 		    r->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB || r->nsb != RB_DEFAULT_NSB) {
 			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
 			return -1;
@@ -274,6 +283,12 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			(unsigned long long)r->buf_size, r->nsb);
 		return -1;
 	}
+	if (r->flight && r->mode != RINGTRACE__MODE_DISCARD) {
+		fprintf(stderr, PFX "--flight-recorder is in overwrite mode already: no --mode\n");
+		return -1;
+	}
+	if (r->flight)
+		r->mode = RINGTRACE__MODE_OVERWRITE;
 	r->argv = argv + i;
 	r->progname = r->argv[0];
 	return 0;
@@ -686,6 +701,10 @@ static int start_child(struct rec *r)
 		/* The one descriptor the program inherits on purpose. */
 		fcntl(r->shm_fd, F_SETFD, 0);
 		setenv("RINGTRACE_SHM", env, 1);
+		/* The buffers are the program's to swap (flight_start() in
+		 * src/lib/agent.c). */
+		if (r->flight)
+			setenv("RINGTRACE_FLIGHT", "1", 1);
 		execvp(r->argv[0], r->argv);
 		int e = errno;
 		if (write(errpipe[1], &e, sizeof(e)) < 0) {
@@ -871,6 +890,7 @@ static void finish(struct rec *r, int salvage)
 }
 
 static int record_attach(struct rec *r);
+static int record_flight(struct rec *r);
 
 int cmd_record(int argc, char **argv)
 {
@@ -940,6 +960,8 @@ int cmd_record(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 
 	clk_sample(r.clock, &r.c0);
+	if (r.flight)
+		return record_flight(&r);
 	if ((k = start_child(&r)) < 0) {
 		status = k < -1 ? -k : 2;
 		goto fail_dir;
@@ -1132,43 +1154,32 @@ out:
  * out as a trace like `record` does (everything they hold, the open
  * sub-buffers included), then give them back (CTL_OP_SNAP_RELEASE).
  */
-/* One snapshot of the program open in *h, written to outdir (NULL: the
- * default name). 0, or 1 after a message. */
-static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger)
+/*
+ * Write a region of the program open in *h that no probe writes any more
+ * (a held snapshot, or the live buffers of a program that died) as a
+ * trace in outdir (NULL: the default name). Takes the mapping in *ring.
+ * 0, or 1 after a message.
+ */
+static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, const char *outdir, uint32_t no,
+			const char *trigger)
 {
 	struct rec rr = { 0 }, *r = &rr;
 	r->shm_fd = -1;
-	r->ctl = *h;
 	r->outdir_opt = outdir;
-	pid_t pid = h->pid;
 	r->child = pid;
-	memcpy(r->comm, h->b->comm, sizeof(h->b->comm));
-	r->comm[sizeof(h->b->comm)] = 0;
+	snprintf(r->comm, sizeof(r->comm), "%s", comm);
 	r->progname = r->comm;
-	char err[512], msg[CTL_MSG];
-	int status = 1, held = 0;
-	int k = ctl_request(&r->ctl, CTL_OP_SNAPSHOT, (uint64_t)getpid(), 0, NULL, 0, 5000, msg, sizeof(msg));
-	if (k < 0) {
-		fprintf(stderr, SPFX "process %d: %s\n", (int)pid, *msg ? msg : strerror(-k));
-		goto out;
-	}
-	held = 1;
-	if (*msg)
-		fprintf(stderr, SPFX "%s\n", msg);
-	r->snap_no = (uint32_t)k;
+	r->snap_no = no;
 	r->snap_trigger = trigger;
 	time_t now = time(NULL);
 	struct tm tm;
 	localtime_r(&now, &tm);
 	strftime(r->snap_time, sizeof(r->snap_time), "%Y-%m-%dT%H:%M:%S%z", &tm);
-	struct ctl_ring ring;
-	if (ctl_snap_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
-		fprintf(stderr, SPFX "%s\n", err);
-		goto out;
-	}
-	r->mem = ring.mem;
-	r->mem_size = ring.size;
-	r->rb = ring.rb;
+	r->mem = ring->mem;
+	r->mem_size = ring->size;
+	r->rb = ring->rb;
+	memset(ring, 0, sizeof(*ring));
+	int status = 1, k;
 	if ((k = rb_reader_new(r->rb, &r->reader)) < 0) {
 		fprintf(stderr, SPFX "%s\n", strerror(-k));
 		goto out;
@@ -1180,10 +1191,10 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 	r->clock = r->rb->hdr->clock;
 	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
 	clk_sample(r->clock, &r->c0);
-	char name[64];
+	char name[192];
 	if (!outdir) {
 		/* make_outdir() adds the date: ringtrace-snapshot-NAME-PID-N-DATE. */
-		snprintf(name, sizeof(name), "snapshot-%s-%d-%u", r->comm, (int)pid, r->snap_no);
+		snprintf(name, sizeof(name), "snapshot-%s-%d-%u", r->comm, (int)pid, no);
 		r->progname = name;
 	}
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
@@ -1192,30 +1203,144 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 	r->progname = r->comm;
 	for (uint32_t c = 0; c < r->rb->ncpus; c++)
 		r->fds[c] = -1;
-	scan_threads(r);
+	if (kill(pid, 0) == 0)
+		scan_threads(r);
 	while (record_round(r) > 0)
 		;
 	finish(r, 1);
 	status = r->write_failed ? 1 : 0;
 out:
-	if (held && attached_process_alive(r)) {
-		k = ctl_request(&r->ctl, CTL_OP_SNAP_RELEASE, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
-		if (k < 0 && attached_process_alive(r))
-			fprintf(stderr, SPFX "cannot give the buffers back to process %d: %s\n", (int)pid,
-				*msg ? msg : strerror(-k));
-	}
 	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
 		rmdir(r->outdir);
-	r->ctl.b = NULL; /* the caller's */
 	cleanup(r);
 	return status;
 }
 
+/* One snapshot of the program open in *h, written to outdir (NULL: the
+ * default name). 0, or 1 after a message. */
+static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger)
+{
+	char err[512], msg[CTL_MSG];
+	pid_t pid = h->pid;
+	int k = ctl_request(h, CTL_OP_SNAPSHOT, (uint64_t)getpid(), 0, NULL, 0, 5000, msg, sizeof(msg));
+	if (k < 0) {
+		fprintf(stderr, SPFX "process %d: %s\n", (int)pid, *msg ? msg : strerror(-k));
+		return 1;
+	}
+	if (*msg)
+		fprintf(stderr, SPFX "%s\n", msg);
+	uint32_t no = (uint32_t)k;
+	struct ctl_ring ring;
+	int status = 1;
+	if (ctl_snap_open(h, &ring, err, sizeof(err)) < 0)
+		fprintf(stderr, SPFX "%s\n", err);
+	else
+		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger);
+	/* The program alive or not: a dead one needs nothing back. */
+	if (kill(pid, 0) == 0 && !ctl_is_stale(h->b)) {
+		k = ctl_request(h, CTL_OP_SNAP_RELEASE, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
+		if (k < 0 && kill(pid, 0) == 0)
+			fprintf(stderr, SPFX "cannot give the buffers back to process %d: %s\n", (int)pid,
+				*msg ? msg : strerror(-k));
+	}
+	return status;
+}
+
+/*
+ * Serve the snapshot requests of the program open in *h (ringtrace_snapshot()
+ * calls) into outdir/snapshot-N until it exits or *stop is set. Keeps the
+ * program's live buffers mapped: if it dies from a signal, what they hold
+ * is written to outdir/recovered (post-mortem; committed events are
+ * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
+ * Returns the number of snapshots that failed.
+ */
+static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child, int *wstatus,
+			  volatile sig_atomic_t *stop, struct ctl_ring *initial)
+{
+	/* The live buffers, and the spare ones mapped before a snapshot makes
+	 * them live: whenever the program dies, we hold its current buffers. */
+	struct ctl_ring live = { 0 }, spare = { 0 };
+	if (initial) {
+		live = *initial;
+		live.gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+		live.fdn = h->b->ring_fd;
+		memset(initial, 0, sizeof(*initial));
+	}
+	char err[512];
+	/* Our child's requests are all ours, those made before we looked
+	 * included; another program's earlier requests are not. */
+	uint32_t seen = child ? 0 : __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
+	int failed = 0, signaled = 0;
+	long n = 0;
+	for (;;) {
+		uint32_t sgen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_READY &&
+		    (!spare.rb || spare.gen != sgen)) {
+			ctl_ring_close(&spare);
+			if (ctl_spare_open(h, &spare, err, sizeof(err)) < 0)
+				memset(&spare, 0, sizeof(spare));
+		}
+		/* The live buffers change at every snapshot: follow them. */
+		uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+		if (!live.rb || live.gen != gen) {
+			ctl_ring_close(&live);
+			if (spare.rb && spare.fdn == h->b->ring_fd) {
+				live = spare; /* the spare went live */
+				memset(&spare, 0, sizeof(spare));
+				live.gen = gen;
+			} else if (ctl_ring_open(h, &live, err, sizeof(err)) < 0) {
+				memset(&live, 0, sizeof(live));
+			}
+		}
+	int dead;
+		if (child) {
+			siginfo_t si = { 0 };
+			dead = waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == child;
+			if (dead) {
+				*wstatus = si.si_code == CLD_EXITED ? si.si_status << 8 : si.si_status & 0x7f;
+				signaled = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
+			}
+		} else {
+			dead = kill(h->pid, 0) < 0 && errno == ESRCH;
+			/* A program that exits removes its block; one killed
+			 * leaves it. */
+			signaled = dead && access(h->path, F_OK) == 0;
+		}
+		uint32_t req = __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
+		if (req != seen && !dead) {
+			/* Requests that came meanwhile are served by this one. */
+			seen = req;
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
+			failed += snapshot_one(h, dir, "ringtrace_snapshot()") != 0;
+			continue;
+		}
+		if (dead)
+			break;
+		if (*stop)
+			break;
+		struct timespec d = { 0, 100 * 1000000L };
+		ctl_futex(&h->b->snap_req, FUTEX_WAIT, seen, &d);
+	}
+	if (signaled && live.rb) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/recovered", outdir);
+		fprintf(stderr, SPFX "process %d %s: writing what its buffers hold to %s\n", (int)h->pid,
+			child ? "was killed" : "is gone", dir);
+		failed += write_region(h->pid, h->b->comm, &live, dir, 0, "recover") != 0;
+	}
+	ctl_ring_close(&live);
+	ctl_ring_close(&spare);
+	ctl_remove_if_stale(h->pid);
+	return failed;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
-	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--count N [--interval MS]]";
+	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--count N [--interval MS] | --watch]";
 	const char *spec = NULL, *outdir = NULL;
 	long count = 0, interval = 1000;
+	int watch = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1224,9 +1349,14 @@ int cmd_snapshot(int argc, char **argv)
 			       "  tracing (snapshots must be enabled: ringtrace snapshot-enable PID).\n"
 			       "  -o DIR         output directory (default: ringtrace-snapshot-NAME-PID-N-DATE-TIME)\n"
 			       "  --count N      take N snapshots, DIR/snapshot-1 .. DIR/snapshot-N\n"
-			       "  --interval MS  between the starts of two of them (default 1000)\n",
+			       "  --interval MS  between the starts of two of them (default 1000)\n"
+			       "  --watch        take one each time the program calls ringtrace_snapshot(),\n"
+			       "                 into DIR/snapshot-N, until it exits or Ctrl-C; if it is\n"
+			       "                 killed, what its buffers hold goes to DIR/recovered\n",
 			       usage);
 			return 0;
+		} else if (!strcmp(a, "--watch")) {
+			watch = 1;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--count") || !strcmp(a, "--interval")) && i + 1 < argc) {
 			const char *v = argv[++i];
 			if (!strcmp(a, "-o")) {
@@ -1254,8 +1384,13 @@ int cmd_snapshot(int argc, char **argv)
 		fprintf(stderr, SPFX "%s\n", usage);
 		return 2;
 	}
-	if (count && !outdir) {
-		fprintf(stderr, SPFX "--count needs -o DIR (the snapshots go into DIR/snapshot-N)\n");
+	if ((count || watch) && !outdir) {
+		fprintf(stderr, SPFX "%s needs -o DIR (the snapshots go into DIR/snapshot-N)\n",
+			watch ? "--watch" : "--count");
+		return 2;
+	}
+	if (count && watch) {
+		fprintf(stderr, SPFX "--count and --watch exclude each other\n");
 		return 2;
 	}
 	char err[512];
@@ -1266,7 +1401,7 @@ int cmd_snapshot(int argc, char **argv)
 		return 1;
 	}
 	int status = 0;
-	if (!count) {
+	if (!count && !watch) {
 		status = snapshot_one(&h, outdir, "command");
 	} else if (mkdir(outdir, 0755) < 0 && !(errno == EEXIST && dir_is_empty(outdir))) {
 		fprintf(stderr, SPFX "cannot create '%s': %s\n", outdir,
@@ -1277,6 +1412,13 @@ int cmd_snapshot(int argc, char **argv)
 		sa.sa_handler = on_term;
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
+		if (watch) {
+			if (h.b->snap_state == CTL_SNAP_OFF)
+				fprintf(stderr, SPFX "process %d: snapshots are not enabled, its requests fail until 'ringtrace snapshot-enable %d'\n",
+					(int)pid, (int)pid);
+			int ws = 0;
+			status = snapshot_watch(&h, outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
+		}
 		uint64_t t0 = mono_ms();
 		for (long n = 1; n <= count && !got_term; n++) {
 			char dir[PATH_MAX];
@@ -1291,6 +1433,84 @@ int cmd_snapshot(int argc, char **argv)
 		}
 	}
 	ctl_close(&h);
+	return status;
+}
+
+/*
+ * `ringtrace record --flight-recorder -- PROGRAM`: the program traces into
+ * its own buffers in overwrite mode (memory bounded however long it runs)
+ * and nothing is written until it asks for a snapshot (ringtrace_snapshot())
+ * or someone takes one (`ringtrace snapshot PID`): snapshots go to
+ * DIR/snapshot-N. If the program is killed, what its buffers hold goes to
+ * DIR/recovered. Our status is the program's.
+ */
+static int record_flight(struct rec *r)
+{
+	int status = 2;
+	signal(SIGINT, SIG_IGN); /* Ctrl-C is the program's to handle */
+	int k = start_child(r);
+	if (k < 0) {
+		status = k < -1 ? -k : 2;
+		goto out;
+	}
+	fprintf(stderr, PFX "flight recorder on '%s' (pid %d): snapshots go to %s\n", r->argv[0], (int)r->child,
+		r->outdir);
+	/* The region is the program's now (it may free its copy at its first
+	 * snapshot); ours stays mapped for a post-mortem. */
+	struct ctl_ring initial = { .mem = r->mem, .size = r->mem_size, .rb = r->rb };
+	rb_reader_free(r->reader);
+	r->reader = NULL;
+	r->mem = NULL;
+	r->rb = NULL;
+	/* Its control block appears when its constructor has run. */
+	char err[512];
+	int opened = 0, ws = 0;
+	for (;;) {
+		if (ctl_open(r->child, &r->ctl, err, sizeof(err)) == 0) {
+			opened = 1;
+			break;
+		}
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)r->child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == r->child)
+			break;
+		struct timespec d = { 0, 2000000 };
+		nanosleep(&d, NULL);
+	}
+	if (opened) {
+		snapshot_watch(&r->ctl, r->outdir, r->child, &ws, &got_term, &initial);
+		if (got_term) /* we were told to stop: the program goes on alone */
+			fprintf(stderr, PFX "stopped; process %d runs on without snapshots\n", (int)r->child);
+	} else {
+		/* It died before its constructor published the block (or it
+		 * does not use libringtrace): recover what the buffers hold. */
+		if (waitpid(r->child, &ws, 0) > 0 && WIFSIGNALED(ws) && initial.rb &&
+		    initial.rb->hdr->attached_pid) {
+			char dir[PATH_MAX];
+			snprintf(dir, sizeof(dir), "%s/recovered", r->outdir);
+			const char *base = strrchr(r->progname, '/');
+			fprintf(stderr, PFX "process %d was killed: writing what its buffers hold to %s\n",
+				(int)r->child, dir);
+			write_region(r->child, base ? base + 1 : r->progname, &initial, dir, 0, "recover");
+			ctl_remove_if_stale(r->child);
+		} else if (!initial.rb || !initial.rb->hdr->attached_pid) {
+			fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r->progname);
+		}
+	}
+	if (initial.rb)
+		rb_view_free(initial.rb);
+	if (initial.mem)
+		munmap(initial.mem, initial.size);
+	child_pid_for_signal = 0;
+	if (got_term)
+		status = 0;
+	else if (WIFEXITED(ws))
+		status = WEXITSTATUS(ws);
+	else if (WIFSIGNALED(ws))
+		status = 128 + WTERMSIG(ws);
+out:
+	if (r->outdir && r->outdir_created && dir_is_empty(r->outdir))
+		rmdir(r->outdir);
+	cleanup(r);
 	return status;
 }
 

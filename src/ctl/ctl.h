@@ -120,8 +120,15 @@ struct ctl_block {
 	int32_t snap_fd;             /* program's fd of the held buffers, or -1 */
 	uint32_t snap_holder;        /* pid of the controller writing them */
 	uint64_t snap_size;          /* bytes of the held buffers */
+	/* The spare buffers (READY), so that a watcher can map them before
+	 * they go live; spare_gen increments when they change. */
+	int32_t spare_fd;            /* program's fd, or -1 */
+	uint32_t spare_gen;
+	uint64_t spare_size;
 	uint32_t snap_count;         /* snapshots taken */
-	uint32_t pad1;
+	/* Futex: ringtrace_snapshot() increments it and wakes the waiters
+	 * (`snapshot --watch`, the flight recorder), which serve it. */
+	uint32_t snap_req;
 	/* The last snapshot, for benchmarks: ns to attach the spare to the
 	 * registry (its event descriptions), to publish it (the swap proper:
 	 * writers use it from then on), and the grace period after it. */

@@ -354,6 +354,20 @@ int ctl_snap_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t
 	return map_program_fd(h, fdn, ring, err, errlen);
 }
 
+int ctl_spare_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen)
+{
+	memset(ring, 0, sizeof(*ring));
+	uint32_t gen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
+	int32_t fdn = h->b->spare_fd;
+	if (__atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE) != CTL_SNAP_READY || fdn < 0) {
+		snprintf(err, errlen, "process %d has no spare buffers", (int)h->pid);
+		return -ENOENT;
+	}
+	int r = map_program_fd(h, fdn, ring, err, errlen);
+	ring->gen = gen;
+	return r;
+}
+
 /* Map the region behind descriptor fdn of the program, validated. */
 static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ring, char *err, size_t errlen)
 {
@@ -382,6 +396,7 @@ static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ri
 	}
 	ring->mem = m;
 	ring->size = (uint64_t)st.st_size;
+	ring->fdn = fdn;
 	int r = rb_view_open(m, ring->size, &ring->rb);
 	if (r < 0 || ring->rb->hdr->attached_pid != (uint32_t)h->pid) {
 		snprintf(err, errlen, "the buffers of process %d are damaged or not ringtrace's", (int)h->pid);

@@ -57,6 +57,7 @@ struct ctl_ring {
 	uint64_t size;
 	struct ringtrace__rb *rb;
 	uint32_t gen;
+	int32_t fdn;                 /* the program's descriptor number */
 };
 int ctl_ring_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen);
 void ctl_ring_close(struct ctl_ring *ring);
@@ -64,6 +65,11 @@ void ctl_ring_close(struct ctl_ring *ring);
 /* The same for the buffers a snapshot swapped out (CTL_OP_SNAPSHOT), which
  * the program holds until CTL_OP_SNAP_RELEASE: -ENOENT if none is held. */
 int ctl_snap_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen);
+
+/* The same for the spare buffers (snapshots enabled, none held): a
+ * watcher maps them before a snapshot makes them live. ring->gen is the
+ * spare generation. -ENOENT if there are none. */
+int ctl_spare_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen);
 /* Become the one consumer of a region (a consumer that died loses its
  * place); -EBUSY with a message if another one is alive. */
 int ctl_ring_claim_reader(struct ringtrace__rb *rb, char *err, size_t errlen);

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ringtrace/ringtrace-api.h>
+
 #include "common/clock.h"
 #include "ctl/ctl.h"
 #include "lib/agent.h"
@@ -383,11 +385,41 @@ static int cmd_flush(int stay_off)
 
 /* ---- snapshots (docs/design.md section 8) -------------------------------------- */
 
+static int cmd_snap_enable(void);
+
+/*
+ * `ringtrace record --flight-recorder` gives the program its first buffers
+ * (overwrite mode, so that the recorder has them mapped from the start and
+ * can recover them if the program is killed) and RINGTRACE_FLIGHT=1: the
+ * buffers are the program's to swap, snapshots are enabled at once, and
+ * the recorder takes the snapshots. Called from the constructor, before
+ * the control thread exists.
+ */
+static void flight_start(void)
+{
+	const char *env = getenv("RINGTRACE_FLIGHT");
+	int on = env && !strcmp(env, "1");
+	unsetenv("RINGTRACE_FLIGHT");
+	if (!on)
+		return;
+	cur_own = 1;
+	ctl->cfg_sb_size = cur.rb->sb_mask + 1;
+	ctl->cfg_nsb = 1u << cur.rb->nsb_shift;
+	ctl->cfg_mode = cur.rb->mode;
+	publish_session();
+	if (cmd_snap_enable() < 0)
+		reg_message("ringtrace: no spare buffers for the flight recorder: %s", ctl->msg);
+}
+
 static void publish_snap(uint32_t state, pid_t holder)
 {
 	ctl->snap_fd = state == CTL_SNAP_HELD ? spare.fd : -1;
 	ctl->snap_size = state == CTL_SNAP_HELD ? spare.size : 0;
 	ctl->snap_holder = (uint32_t)holder;
+	ctl->spare_fd = state == CTL_SNAP_READY ? spare.fd : -1;
+	ctl->spare_size = state == CTL_SNAP_READY ? spare.size : 0;
+	/* Pairs with ctl_spare_open()'s acquire load. */
+	__atomic_fetch_add(&ctl->spare_gen, 1, __ATOMIC_RELEASE);
 	/* Pairs with the controller's acquire load: fd and size first. */
 	__atomic_store_n(&ctl->snap_state, state, __ATOMIC_RELEASE);
 }
@@ -515,6 +547,21 @@ static int cmd_snapshot(pid_t holder)
 	return (int)n;
 }
 
+int ringtrace_snapshot(void)
+{
+	/* The block is published once and never unmapped while the program
+	 * runs (only in a forked child, before its own is published). */
+	struct ctl_block *b = __atomic_load_n(&ctl, __ATOMIC_ACQUIRE);
+	if (!b || __atomic_load_n(&b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_OFF)
+		return -ENOTSUP;
+	int saved = errno;
+	/* Pairs with the waiter's acquire load before its FUTEX_WAIT. */
+	__atomic_fetch_add(&b->snap_req, 1, __ATOMIC_RELEASE);
+	ctl_futex(&b->snap_req, FUTEX_WAKE, INT_MAX, NULL);
+	errno = saved;
+	return 0;
+}
+
 static int cmd_snap_release(void)
 {
 	if (ctl->snap_state != CTL_SNAP_HELD)
@@ -586,8 +633,10 @@ static void *agent_main(void *arg)
 	char *text = malloc(CTL_TEXT + 2);
 	if (!text)
 		return NULL;
-	uint32_t seen = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&ctl->done_seq, seen, __ATOMIC_RELEASE);
+	/* From the last request answered (0 in a fresh block): a request
+	 * posted before this thread ran is served, not skipped (a controller
+	 * would take the block's initial result for its answer). */
+	uint32_t seen = __atomic_load_n(&ctl->done_seq, __ATOMIC_ACQUIRE);
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
 		if (seq == seen) {
@@ -667,12 +716,14 @@ static int publish(void)
 	b->en_count = CTL_MAX_IDS;
 	b->ring_fd = -1;
 	b->snap_fd = -1;
+	b->spare_fd = -1;
 	b->cfg_sb_size = RB_DEFAULT_SB;
 	b->cfg_nsb = RB_DEFAULT_NSB;
 	b->cfg_mode = RINGTRACE__MODE_DISCARD;
 	/* Last: a controller that sees the magic sees the rest. */
 	__atomic_store_n(&b->magic, CTL_MAGIC, __ATOMIC_RELEASE);
-	ctl = b;
+	/* Release: ringtrace_snapshot() may run in any thread at once. */
+	__atomic_store_n(&ctl, b, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -718,6 +769,8 @@ void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, in
 		reg_tracing(1);
 		if (ctl)
 			ctl->tracing = 1;
+		if (ctl)
+			flight_start();
 	}
 	if (ctl)
 		start_thread();
@@ -735,9 +788,12 @@ void agent_after_fork_child(void)
 {
 	/* Only this thread exists and probes are off (reg_detach_after_fork):
 	 * the parent's block and regions can go from this address space. */
-	if (ctl)
-		munmap(ctl, CTL_TOTAL);
-	ctl = NULL;
+	struct ctl_block *b = ctl;
+	/* Unpublished before it goes: a signal handler may call
+	 * ringtrace_snapshot(). */
+	__atomic_store_n(&ctl, NULL, __ATOMIC_RELEASE);
+	if (b)
+		munmap(b, CTL_TOTAL);
 	if (cur_own)
 		region_free(&cur);
 	memset(&cur, 0, sizeof(cur));

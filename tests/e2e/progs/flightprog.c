@@ -1,0 +1,102 @@
+/*
+ * flightprog - a program for the flight-recorder tests.
+ *
+ *   flightprog errors N   fires fl:step { i } for i = 0 .. N-1; after each
+ *                         third of them, fl:error { i } and a call to
+ *                         ringtrace_snapshot() (then 100 ms for the
+ *                         recorder to take it); exits 0. Prints
+ *                         "snapshot requests R" (R calls that returned 0).
+ *   flightprog errors-wait N
+ *                         the same, after a first request made as soon as
+ *                         snapshots are enabled (it retries every 10 ms).
+ *   flightprog kill N     fires N steps, then kills itself with SIGKILL.
+ *   flightprog run MS     fires steps (one per 10 us) for MS milliseconds,
+ *                         printing "rss_kb K" (VmRSS) every 500 ms; exits 0.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ringtrace/ringtrace.h>
+
+RINGTRACE_EVENT(fl, step, RINGTRACE_U32(i));
+RINGTRACE_EVENT(fl, error, RINGTRACE_U32(i));
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3)
+		return 2;
+	uint32_t n = (uint32_t)strtoul(argv[2], NULL, 10);
+	if (!strcmp(argv[1], "errors") || !strcmp(argv[1], "errors-wait")) {
+		int ok = 0;
+		if (argv[1][6]) {
+			/* Until snapshots are enabled from outside: the first
+			 * request that goes through is counted too. */
+			while (ringtrace_snapshot() != 0) {
+				struct timespec d = { 0, 10000000 };
+				nanosleep(&d, NULL);
+			}
+			ok++;
+			struct timespec d = { 0, 100000000 };
+			nanosleep(&d, NULL);
+		}
+		uint32_t third = n / 3 ? n / 3 : 1;
+		for (uint32_t i = 0; i < n; i++) {
+			ringtrace_tracepoint(fl, step, i);
+			if (i % third == third - 1) {
+				ringtrace_tracepoint(fl, error, i);
+				ok += ringtrace_snapshot() == 0;
+				struct timespec d = { 0, 100000000 };
+				nanosleep(&d, NULL);
+			}
+		}
+		printf("snapshot requests %d\n", ok);
+		return 0;
+	}
+	if (!strcmp(argv[1], "kill")) {
+		for (uint32_t i = 0; i < n; i++)
+			ringtrace_tracepoint(fl, step, i);
+		fflush(stdout);
+		kill(getpid(), SIGKILL);
+		return 1;
+	}
+	if (!strcmp(argv[1], "run")) {
+		uint64_t t0 = now_ms(), next = t0 + 500;
+		for (uint32_t i = 0; now_ms() - t0 < n; i++) {
+			ringtrace_tracepoint(fl, step, i);
+			struct timespec d = { 0, 10000 };
+			nanosleep(&d, NULL);
+			if (now_ms() >= next) {
+				printf("rss_kb %ld\n", rss_kb());
+				fflush(stdout);
+				next += 500;
+			}
+		}
+		return 0;
+	}
+	return 2;
+}
