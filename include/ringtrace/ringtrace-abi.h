@@ -72,7 +72,8 @@ struct ringtrace_event_desc {
 	const char *name;
 	const char *signature;
 	const char *file;
-	uint32_t flags;              /* RINGTRACE__EVF_*, constant */
+	uint32_t flags;              /* RINGTRACE__EVF_*: STACK declared, TRIGGER
+				      * set and cleared by the library */
 	uint32_t pad;
 	void *reserved;
 };
@@ -80,6 +81,9 @@ struct ringtrace_event_desc {
 /* The event carries a stack (RINGTRACE_EVENT_STACK): its payload ends
  * with the stack suffix described at ringtrace__rb.stacks. */
 #define RINGTRACE__EVF_STACK 0x1u
+/* Set at run time by the library: the event arms a snapshot trigger, its
+ * commit calls ringtrace__trigger() (src/lib/trigger.h). */
+#define RINGTRACE__EVF_TRIGGER 0x100u
 
 /* ---- shared-memory layout (docs/design.md section 2) ------------------- */
 
@@ -238,7 +242,7 @@ struct ringtrace__wctx {
 	uint32_t len;                /* bytes to commit */
 	uint32_t id;
 	uint32_t ext;                /* the event's header is extended */
-	uint32_t pad;
+	uint32_t trig;               /* commit evaluates a snapshot trigger */
 };
 
 /* Called by each translation unit's constructor/destructor with its
@@ -252,6 +256,7 @@ RINGTRACE__EXPORT int ringtrace__reserve_slow(struct ringtrace__wctx *c, const s
 			    uint32_t payload);
 RINGTRACE__EXPORT void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
 			    uint32_t bytes, uint32_t events);
+RINGTRACE__EXPORT void ringtrace__trigger(const struct ringtrace__wctx *c);
 
 /* ---- clock ------------------------------------------------------------- */
 
@@ -461,7 +466,8 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
-	if (RINGTRACE__LIKELY(rb->fast && !d->flags && tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
+	if (RINGTRACE__LIKELY(rb->fast && !__atomic_load_n(&d->flags, __ATOMIC_RELAXED) && tid != 0 &&
+			      id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
 		int32_t cpu = ringtrace__rseq_cpu();
 		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
 			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
@@ -498,6 +504,7 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 					c->cpu = (uint32_t)cpu;
 					c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
 					c->len = (uint32_t)need;
+					c->trig = 0;
 					return 1;
 				}
 			}
@@ -508,6 +515,7 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	struct ringtrace__wctx slow;
 	slow.rb = rb;
 	slow.id = id;
+	slow.trig = 0;
 	int r = ringtrace__reserve_slow(&slow, d, payload);
 	*c = slow;
 	if (!r) {
@@ -519,6 +527,8 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 {
+	if (RINGTRACE__UNLIKELY(c->trig))
+		ringtrace__trigger(c);
 	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)c->ext);
 #if RINGTRACE__RSEQ
 	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {

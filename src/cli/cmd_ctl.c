@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "ctl/ctl_client.h"
+#include "lib/trigger.h"
 
 #define TIMEOUT_MS 5000
 
@@ -406,7 +407,58 @@ int cmd_reset(int argc, char **argv)
 
 int cmd_snapshot_enable(int argc, char **argv)
 {
-	return simple(argc, argv, "snapshot-enable", CTL_OP_SNAP_ENABLE);
+	const char *usage = "ringtrace snapshot-enable PID|NAME [--snapshot-on 'PROVIDER:EVENT [if FIELD OP VALUE]'] [--min-interval MS]\n\n"
+			    "  Allocate spare buffers, so that snapshots can be taken without stopping\n"
+			    "  tracing. --snapshot-on arms a trigger: the program asks for a snapshot when\n"
+			    "  it fires that event and the condition on its integer field holds (OP: ==\n"
+			    "  != < <= > >=), at most once per --min-interval; a watcher writes it\n"
+			    "  (ringtrace snapshot PID -o DIR --watch).";
+	if (want_help(argc, argv, usage))
+		return 0;
+	const char *spec = NULL, *trig = NULL;
+	uint64_t interval = 0;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--snapshot-on") || !strcmp(argv[i], "--min-interval")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			if (argv[i - 1][2] == 's') {
+				char err[256];
+				if (trigger_check(v, err, sizeof(err)) < 0) {
+					fprintf(stderr, "ringtrace snapshot-enable: %s\n", err);
+					return 2;
+				}
+				trig = v;
+			} else {
+				char *end;
+				interval = strtoull(v, &end, 10);
+				if (*end || end == v || v[0] == '-' || interval > 86400000u) {
+					fprintf(stderr, "ringtrace snapshot-enable: bad --min-interval '%s' (milliseconds)\n", v);
+					return 2;
+				}
+			}
+		} else if (argv[i][0] == '-' || spec) {
+			fprintf(stderr, "ringtrace snapshot-enable: unexpected argument '%s' (try --help)\n", argv[i]);
+			return 2;
+		} else {
+			spec = argv[i];
+		}
+	}
+	if (!spec) {
+		fprintf(stderr, "ringtrace snapshot-enable: usage: ringtrace snapshot-enable PID|NAME [--snapshot-on EV] [--min-interval MS]\n");
+		return 2;
+	}
+	struct ctl_handle h;
+	if (open_target("snapshot-enable", spec, &h) < 0)
+		return 1;
+	char msg[CTL_MSG];
+	int r = request("snapshot-enable", &h, CTL_OP_SNAP_ENABLE, 0, 0, NULL, 0, msg, sizeof(msg));
+	if (r >= 0 && trig)
+		r = request("snapshot-enable", &h, CTL_OP_SNAP_TRIGGER, interval, 0, trig, strlen(trig), msg,
+			    sizeof(msg));
+	if (r >= 0)
+		printf("snapshots enabled in process %d (spare buffers allocated%s%s)\n", (int)h.pid,
+		       trig ? "; trigger: " : "", trig ? trig : "");
+	ctl_close(&h);
+	return r < 0 ? 1 : 0;
 }
 
 int cmd_snapshot_disable(int argc, char **argv)

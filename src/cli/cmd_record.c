@@ -38,6 +38,7 @@
 #include "common/sig.h"
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
+#include "lib/trigger.h"
 #include "read/reader.h"
 #include "stackmap/maplog.h"
 #include "stackmap/stack_files.h"
@@ -71,6 +72,8 @@ struct rec {
 	const char *attach_spec;     /* -p PID|NAME */
 	int stacks;                  /* --stacks: every event carries a stack */
 	int flight;                  /* --flight-recorder */
+	const char *snap_on;         /* --snapshot-on */
+	const char *min_interval;    /* --min-interval MS */
 	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
 	const char *snap_trigger;    /* what took it */
 	char snap_time[40];          /* when, ISO 8601 */
@@ -149,7 +152,12 @@ static void usage(FILE *f)
 		"  --flight-recorder  trace into the program's own buffers in overwrite mode and\n"
 		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
 		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
-		"                     program is killed, what its buffers hold: DIR/recovered\n");
+		"                     program is killed, what its buffers hold: DIR/recovered\n"
+		"  --snapshot-on 'PROVIDER:EVENT [if FIELD OP VALUE]'\n"
+		"                     with --flight-recorder: a snapshot when that event is\n"
+		"                     fired (and the condition on its integer field holds;\n"
+		"                     OP: == != < <= > >=)\n"
+		"  --min-interval MS  at least MS between two triggered snapshots (default 0)\n");
 }
 
 static int is_pow2(uint64_t v)
@@ -253,6 +261,21 @@ static int parse_args(struct rec *r, int argc, char **argv)
 				return -1;
 			}
 			r->stack_bits = (uint32_t)n;
+		} else if (!strcmp(a, "--snapshot-on")) {
+			char err[256];
+			if (trigger_check(v, err, sizeof(err)) < 0) {
+				fprintf(stderr, PFX "%s\n", err);
+				return -1;
+			}
+			r->snap_on = v;
+		} else if (!strcmp(a, "--min-interval")) {
+			char *end;
+			unsigned long long ms = strtoull(v, &end, 10);
+			if (*end || end == v || v[0] == '-' || ms > 86400000ull) {
+				fprintf(stderr, PFX "bad --min-interval '%s' (milliseconds)\n", v);
+				return -1;
+			}
+			r->min_interval = v;
 		} else if (!strcmp(a, "-e") || !strcmp(a, "--event")) {
 			if (add_pattern(r, v) < 0)
 				return -1;
@@ -289,6 +312,10 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	}
 	if (r->flight)
 		r->mode = RINGTRACE__MODE_OVERWRITE;
+	if ((r->snap_on || r->min_interval) && !r->flight) {
+		fprintf(stderr, PFX "--snapshot-on and --min-interval go with --flight-recorder\n");
+		return -1;
+	}
 	r->argv = argv + i;
 	r->progname = r->argv[0];
 	return 0;
@@ -703,8 +730,13 @@ static int start_child(struct rec *r)
 		setenv("RINGTRACE_SHM", env, 1);
 		/* The buffers are the program's to swap (flight_start() in
 		 * src/lib/agent.c). */
-		if (r->flight)
+		if (r->flight) {
 			setenv("RINGTRACE_FLIGHT", "1", 1);
+			if (r->snap_on)
+				setenv("RINGTRACE_SNAPSHOT_ON", r->snap_on, 1);
+			if (r->min_interval)
+				setenv("RINGTRACE_SNAPSHOT_INTERVAL", r->min_interval, 1);
+		}
 		execvp(r->argv[0], r->argv);
 		int e = errno;
 		if (write(errpipe[1], &e, sizeof(e)) < 0) {
@@ -1270,6 +1302,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 	/* Our child's requests are all ours, those made before we looked
 	 * included; another program's earlier requests are not. */
 	uint32_t seen = child ? 0 : __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
+	uint32_t seen_trig = child ? 0 : __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
 	int failed = 0, signaled = 0;
 	long n = 0;
 	for (;;) {
@@ -1310,9 +1343,18 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 		if (req != seen && !dead) {
 			/* Requests that came meanwhile are served by this one. */
 			seen = req;
+			/* Label it with the trigger if one fired since the last. */
+			uint32_t trig = __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
+			char label[300];
+			if (trig != seen_trig)
+				snprintf(label, sizeof(label), "%.*s", (int)sizeof(h->b->trigger),
+					 h->b->trigger[0] ? h->b->trigger : "trigger");
+			else
+				snprintf(label, sizeof(label), "ringtrace_snapshot()");
+			seen_trig = trig;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
-			failed += snapshot_one(h, dir, "ringtrace_snapshot()") != 0;
+			failed += snapshot_one(h, dir, label) != 0;
 			continue;
 		}
 		if (dead)

@@ -33,7 +33,7 @@
 #include <sys/types.h>
 
 #define CTL_MAGIC        0x4c544354474e4952ull /* "RINGTCTL" */
-#define CTL_VERSION      2
+#define CTL_VERSION      3
 #define CTL_DIR          "/dev/shm"
 #define CTL_PREFIX       "ringtrace.ctl."
 #define CTL_REG_SIZE     (256u * 1024)   /* registry log (sparse) */
@@ -58,6 +58,8 @@ enum ctl_op {
 			      * which then holds the old buffers (snap_fd) until
 			      * SNAP_RELEASE; result: the snapshot's number */
 	CTL_OP_SNAP_RELEASE, /* the held buffers were written: reuse them */
+	CTL_OP_SNAP_TRIGGER, /* text: "provider:event [if FIELD OP VALUE]" ("" disarms);
+			      * arg0: minimum interval between triggered snapshots, ms */
 	CTL_OP_MAX
 };
 
@@ -129,6 +131,11 @@ struct ctl_block {
 	/* Futex: ringtrace_snapshot() increments it and wakes the waiters
 	 * (`snapshot --watch`, the flight recorder), which serve it. */
 	uint32_t snap_req;
+	/* Of those, the ones a trigger posted (--snapshot-on), and the
+	 * trigger's text (NUL-terminated, empty when none is armed). */
+	uint32_t snap_trig;
+	uint32_t pad2;
+	char trigger[256];
 	/* The last snapshot, for benchmarks: ns to attach the spare to the
 	 * registry (its event descriptions), to publish it (the swap proper:
 	 * writers use it from then on), and the grace period after it. */

@@ -44,6 +44,7 @@
 #include "lib/rcu.h"
 #include "lib/registry.h"
 #include "lib/stack.h"
+#include "lib/trigger.h"
 #include "stackmap/stackmap.h"
 #include "ringbuf/rb.h"
 
@@ -386,6 +387,7 @@ static int cmd_flush(int stay_off)
 /* ---- snapshots (docs/design.md section 8) -------------------------------------- */
 
 static int cmd_snap_enable(void);
+static int cmd_snap_trigger(const char *text, uint64_t interval_ms);
 
 /*
  * `ringtrace record --flight-recorder` gives the program its first buffers
@@ -409,6 +411,13 @@ static void flight_start(void)
 	publish_session();
 	if (cmd_snap_enable() < 0)
 		reg_message("ringtrace: no spare buffers for the flight recorder: %s", ctl->msg);
+	/* --snapshot-on TEXT [--min-interval MS], validated by the recorder. */
+	const char *trig = getenv("RINGTRACE_SNAPSHOT_ON");
+	const char *iv = getenv("RINGTRACE_SNAPSHOT_INTERVAL");
+	if (trig && *trig && cmd_snap_trigger(trig, iv ? strtoull(iv, NULL, 10) : 0) < 0)
+		reg_message("ringtrace: %s", ctl->msg);
+	unsetenv("RINGTRACE_SNAPSHOT_ON");
+	unsetenv("RINGTRACE_SNAPSHOT_INTERVAL");
 }
 
 static void publish_snap(uint32_t state, pid_t holder)
@@ -547,7 +556,7 @@ static int cmd_snapshot(pid_t holder)
 	return (int)n;
 }
 
-int ringtrace_snapshot(void)
+int agent_request_snapshot(int trig)
 {
 	/* The block is published once and never unmapped while the program
 	 * runs (only in a forked child, before its own is published). */
@@ -555,10 +564,31 @@ int ringtrace_snapshot(void)
 	if (!b || __atomic_load_n(&b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_OFF)
 		return -ENOTSUP;
 	int saved = errno;
-	/* Pairs with the waiter's acquire load before its FUTEX_WAIT. */
+	if (trig)
+		__atomic_fetch_add(&b->snap_trig, 1, __ATOMIC_RELAXED);
+	/* Pairs with the waiter's acquire load before its FUTEX_WAIT (and
+	 * orders snap_trig before it). */
 	__atomic_fetch_add(&b->snap_req, 1, __ATOMIC_RELEASE);
 	ctl_futex(&b->snap_req, FUTEX_WAKE, INT_MAX, NULL);
 	errno = saved;
+	return 0;
+}
+
+int ringtrace_snapshot(void)
+{
+	return agent_request_snapshot(0);
+}
+
+static int cmd_snap_trigger(const char *text, uint64_t interval_ms)
+{
+	char err[CTL_MSG];
+	if (trigger_set(text, interval_ms, err, sizeof(err)) < 0) {
+		answer("%s", err);
+		return -EINVAL;
+	}
+	snprintf(ctl->trigger, sizeof(ctl->trigger), "%s", trigger_text());
+	if (*text && ctl->snap_state == CTL_SNAP_OFF)
+		answer("armed; snapshots are not enabled yet (ringtrace snapshot-enable %d)", (int)ctl_pid);
 	return 0;
 }
 
@@ -604,6 +634,9 @@ static void handle(uint32_t op, uint64_t arg0, uint64_t arg1, const char *text)
 		break;
 	case CTL_OP_SNAP_RELEASE:
 		r = cmd_snap_release();
+		break;
+	case CTL_OP_SNAP_TRIGGER:
+		r = cmd_snap_trigger(text, arg0);
 		break;
 	default:
 		answer("unknown request %u", op);

@@ -18,6 +18,10 @@ void agent_stop(void);
 /* In a forked child: forget (and unmap) the parent's block and regions,
  * then publish the child's own after a short delay, from a new thread. */
 void agent_after_fork_child(void);
+/* Post a snapshot request for the watcher (ringtrace_snapshot(), or a
+ * trigger when `trig`): lock-free, async-signal-safe. 0, or -ENOTSUP when
+ * snapshots are not enabled. */
+int agent_request_snapshot(int trig);
 /* Whether probes of this process may use rseq with this region. */
 int agent_rseq_usable(const struct ringtrace__rb *rb);
 

@@ -40,6 +40,7 @@
 #include "ctl/ctl.h"
 #include "lib/registry.h"
 #include "lib/stack.h"
+#include "lib/trigger.h"
 #include "ringbuf/rb.h"
 
 struct reg_event {
@@ -340,6 +341,7 @@ static void register_desc(struct ringtrace_event_desc *d)
 	}
 	e->descs[e->ndesc++] = d;
 	d->id = e->id;
+	trigger_match(d, e->id, e->provider, e->name, e->signature);
 	__atomic_store_n(&d->enabled, tracing_on && attached && e->selected, __ATOMIC_RELEASE);
 }
 
@@ -525,6 +527,18 @@ void reg_tracing(int on)
 		enable_all();
 		__atomic_store_n(&ringtrace__rb_current, NULL, __ATOMIC_RELEASE);
 	}
+	pthread_mutex_unlock(&lock);
+}
+
+void reg_retrigger(void)
+{
+	pthread_mutex_lock(&lock);
+	for (unsigned b = 0; b < NBUCKET; b++)
+		for (struct reg_event *e = buckets[b]; e; e = e->next)
+			for (size_t i = 0; i < e->ndesc; i++) {
+				__atomic_fetch_and(&e->descs[i]->flags, ~RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
+				trigger_match(e->descs[i], e->id, e->provider, e->name, e->signature);
+			}
 	pthread_mutex_unlock(&lock);
 }
 

@@ -25,6 +25,9 @@ void reg_select_patterns(const char *patterns, size_t size);
 int reg_rule(const char *pattern, int on);
 /* In a forked child: tracing off, without taking locks. */
 void reg_detach_after_fork(void);
+/* Mark again every descriptor for the current snapshot trigger
+ * (trigger.h): clears RINGTRACE__EVF_TRIGGER, then trigger_match(). */
+void reg_retrigger(void);
 void reg_lock(void);
 void reg_unlock(void);
 

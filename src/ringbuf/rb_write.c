@@ -279,7 +279,6 @@ void rb_forget_registration(void)
 int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload)
 {
-	(void)d;
 	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
 		return 0; /* not registered (yet): nothing could decode it */
 	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0)) {
@@ -301,8 +300,11 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		ringtrace__tls.tid = tid;
 		emit_thread_name(c->rb, tid);
 	}
-	if (!((d->flags & RINGTRACE__EVF_STACK) || c->rb->stacks))
-		return reserve(c, payload, 0);
+	if (!((d->flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
+		int r = reserve(c, payload, 0);
+		c->trig = r && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER);
+		return r;
+	}
 	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
 	 * captured before the reservation, so that the unwinding does not
 	 * hold a sub-buffer open. */
@@ -318,6 +320,7 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	memcpy(p, &id, 4);
 	p[4] = (char)depth;
 	memcpy(p + 5, ips, 8 * (size_t)depth);
+	c->trig = (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER) != 0;
 	return 1;
 }
 

@@ -202,6 +202,57 @@ fi
 finish "snapshot --watch serves a running program's ringtrace_snapshot() requests"
 
 begin
+if have "$FLIGHT"; then
+	"$RT" record --flight-recorder --snapshot-on 'fl:req if status >= 500' -o tr1 -- "$FLIGHT" statuses 5000 \
+		>tr1.out 2>tr1.err
+	eq "program status" "$?" 0
+	# 503 at i = 999, 1999, ...: five snapshots; status -1 (a signed field
+	# after a string) does not match.
+	eq "snapshot directories" "$(ls tr1 2>/dev/null | tr '\n' ' ')" \
+		"snapshot-1 snapshot-2 snapshot-3 snapshot-4 snapshot-5 "
+	for k in 1 2 3 4 5; do
+		"$RT" dump tr1/snapshot-$k >tr1.$k.dump 2>&1 || { why "snapshot-$k does not dump"; continue; }
+		eq "last event of snapshot-$k" "$(tail -n 1 tr1.$k.dump | sed 's/.*: fl:req: //')" \
+			"path=\"/a\" i=$((k * 1000 - 1)) status=503"
+		grep -q 'ringtrace_snapshot_trigger = "fl:req if status >= 500";' tr1/snapshot-$k/metadata ||
+			why "snapshot-$k: the trigger is not in the env block"
+	done
+	"$RT" record --flight-recorder --snapshot-on 'fl:req if status == 503' --min-interval 60000 -o tr2 -- \
+		"$FLIGHT" statuses 5000 >tr2.out 2>tr2.err
+	eq "snapshots with --min-interval 60000" "$(ls tr2 2>/dev/null | tr '\n' ' ')" "snapshot-1 "
+	"$RT" record --flight-recorder --snapshot-on 'fl:req if status ~ 3' -o tr3 -- "$FLIGHT" statuses 10 >tr3.out 2>&1
+	eq "status of a malformed trigger" "$?" 2
+	eq "message lines" "$(wc -l <tr3.out)" 1
+	[ -e tr3 ] && why "a directory was created for a malformed trigger"
+fi
+finish "--snapshot-on 'EVENT if FIELD OP VALUE': a snapshot at each matching event, at most one per --min-interval"
+
+begin
+if have "$FLIGHT"; then
+	"$FLIGHT" statuses 40000 >tl.out 2>&1 &
+	LP=$!
+	PIDS+=("$LP")
+	sleep 0.2
+	"$RT" on $LP >/dev/null 2>&1 || why "on failed"
+	"$RT" snapshot $LP -o tl --watch >tl.watch 2>&1 &
+	WLP=$!
+	PIDS+=("$WLP")
+	"$RT" snapshot-enable $LP --snapshot-on 'fl:req if status == 503' >tl.en 2>&1 || { why "arming failed"; show tl.en; }
+	wait $LP
+	wait $WLP
+	eq "watcher status" "$?" 0
+	n=$(ls tl 2>/dev/null | grep -c '^snapshot-')
+	[ "$n" -ge 1 ] || { why "no snapshot was triggered"; show tl.watch; }
+	for d in tl/snapshot-*; do
+		[ -d "$d" ] || continue
+		"$RT" dump "$d" >tl.dump 2>&1
+		tail -n 1 tl.dump | grep -q 'status=503$' || { why "$d does not end with a 503"; show tl.dump 2; }
+		grep -q 'ringtrace_snapshot_trigger = "fl:req if status == 503";' "$d/metadata" || why "$d: no trigger label"
+	done
+fi
+finish "a trigger armed on a running program (snapshot-enable --snapshot-on) and served by snapshot --watch"
+
+begin
 "$RT" snapshot 999999999 >b1.out 2>&1 && why "unknown pid accepted"
 eq "message lines (unknown pid)" "$(wc -l <b1.out)" 1
 "$RT" snapshot >b2.out 2>&1

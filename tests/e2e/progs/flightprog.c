@@ -9,6 +9,9 @@
  *   flightprog errors-wait N
  *                         the same, after a first request made as soon as
  *                         snapshots are enabled (it retries every 10 ms).
+ *   flightprog statuses N fires fl:req { path, i, status } for i < N: status
+ *                         503 when i % 1000 == 999, -1 when i % 1000 == 499,
+ *                         200 otherwise; 50 ms pause after each 503.
  *   flightprog kill N     fires N steps, then kills itself with SIGKILL.
  *   flightprog run MS     fires steps (one per 10 us) for MS milliseconds,
  *                         printing "rss_kb K" (VmRSS) every 500 ms; exits 0.
@@ -25,6 +28,7 @@
 
 RINGTRACE_EVENT(fl, step, RINGTRACE_U32(i));
 RINGTRACE_EVENT(fl, error, RINGTRACE_U32(i));
+RINGTRACE_EVENT(fl, req, RINGTRACE_STRING(path), RINGTRACE_U32(i), RINGTRACE_S32(status));
 
 static uint64_t now_ms(void)
 {
@@ -75,6 +79,17 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("snapshot requests %d\n", ok);
+		return 0;
+	}
+	if (!strcmp(argv[1], "statuses")) {
+		for (uint32_t i = 0; i < n; i++) {
+			int32_t status = i % 1000 == 999 ? 503 : i % 1000 == 499 ? -1 : 200;
+			ringtrace_tracepoint(fl, req, i % 2 ? "/a" : "/bb", i, status);
+			if (i % 1000 == 999) {
+				struct timespec d = { 0, 50000000 };
+				nanosleep(&d, NULL);
+			}
+		}
 		return 0;
 	}
 	if (!strcmp(argv[1], "kill")) {
