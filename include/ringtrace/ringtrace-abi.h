@@ -256,7 +256,10 @@ RINGTRACE__EXPORT int ringtrace__reserve_slow(struct ringtrace__wctx *c, const s
 			    uint32_t payload);
 RINGTRACE__EXPORT void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
 			    uint32_t bytes, uint32_t events);
-RINGTRACE__EXPORT void ringtrace__trigger(const struct ringtrace__wctx *c);
+/* By value: a pointer to the write context would make it escape, and keep
+ * it in memory on every probe's fast path. */
+RINGTRACE__EXPORT void ringtrace__trigger(struct ringtrace__rb *rb, const char *payload, uint32_t id,
+					  uint32_t cpu);
 
 /* ---- clock ------------------------------------------------------------- */
 
@@ -528,7 +531,7 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 {
 	if (RINGTRACE__UNLIKELY(c->trig))
-		ringtrace__trigger(c);
+		ringtrace__trigger(c->rb, c->payload, c->id, c->cpu);
 	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)c->ext);
 #if RINGTRACE__RSEQ
 	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {

@@ -176,27 +176,27 @@ int trigger_set(const char *text, uint64_t min_interval_ms, char *err, size_t er
 }
 
 /* Read the condition's field from the record just written. */
-static int field_value(const struct trig_event *e, const struct ringtrace__wctx *c, int64_t *ret)
+static int field_value(const struct trig_event *e, const struct ringtrace__rb *rb, const char *payload,
+		       uint32_t cpu, int64_t *ret)
 {
-	const struct ringtrace__rb *rb = c->rb;
-	const char *data = rb->cpu[c->cpu].data;
-	uint64_t in = (uint64_t)(c->payload - data) & rb->sb_mask;
+	const char *data = rb->cpu[cpu].data;
+	uint64_t in = (uint64_t)(payload - data) & rb->sb_mask;
 	size_t avail = (size_t)(rb->sb_mask + 1 - in), off;
-	if (sig_record_size(e->f, e->field, c->payload, avail, &off) < 0)
+	if (sig_record_size(e->f, e->field, payload, avail, &off) < 0)
 		return -1;
 	const struct sig_field *f = &e->f[e->field];
 	size_t sz = f->bits / 8u;
 	if (off + sz > avail)
 		return -1;
 	uint64_t u = 0;
-	memcpy(&u, c->payload + off, sz); /* little-endian: low bytes first */
+	memcpy(&u, payload + off, sz); /* little-endian: low bytes first */
 	if (f->is_signed && sz < 8 && (u >> (sz * 8 - 1)) & 1)
 		u |= ~UINT64_C(0) << (sz * 8);
 	*ret = (int64_t)u;
 	return 0;
 }
 
-void ringtrace__trigger(const struct ringtrace__wctx *c)
+void ringtrace__trigger(struct ringtrace__rb *rb, const char *payload, uint32_t id, uint32_t cpu)
 {
 	const struct trig *t = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
 	if (!t)
@@ -204,13 +204,13 @@ void ringtrace__trigger(const struct ringtrace__wctx *c)
 	uint32_t n = __atomic_load_n(&t->nev, __ATOMIC_ACQUIRE);
 	const struct trig_event *e = NULL;
 	for (uint32_t i = 0; i < n && !e; i++)
-		if (t->ev[i].id == c->id)
+		if (t->ev[i].id == id)
 			e = &t->ev[i];
 	if (!e)
 		return;
 	if (t->op != OP_NONE) {
 		int64_t v;
-		if (field_value(e, c, &v) < 0)
+		if (field_value(e, rb, payload, cpu, &v) < 0)
 			return;
 		const struct sig_field *f = &e->f[e->field];
 		int lt, eq = v == t->value;
