@@ -44,7 +44,9 @@ if have "$RT" "$WRITER" "$STRESS"; then
 	for _ in $(seq 100); do grep -q '^done' w.out && break; sleep 0.1; done
 	grep -q '^done' w.out || { why "the writers did not finish"; show w.out; }
 	s=$(sed -n 's/^snapshots \([0-9]*\) .*/\1/p' st.out)
-	[ "${s:-0}" -ge 10 ] || why "only ${s:-0} snapshots were taken during the writes"
+	# How many fit in the writes depends on the machine's load; the
+	# property needs swaps during them, and the final one.
+	[ "${s:-0}" -ge 3 ] || why "only ${s:-0} snapshots were taken during the writes"
 	# For the log: the writers' slowest tracepoint calls and the swap.
 	sed 's/^/    # /' w.out st.out | grep -E 'thread|swap|snapshots'
 	kill $WP 2>/dev/null
