@@ -25,6 +25,7 @@ int cmd_reset(int argc, char **argv);
 int cmd_buffer_size(int argc, char **argv);
 int cmd_stackmap(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 int cmd_snapshot_enable(int argc, char **argv);
 int cmd_snapshot_disable(int argc, char **argv);
 

@@ -1556,6 +1556,127 @@ out:
 	return status;
 }
 
+/* ---- recover: buffers of a program that cannot write them itself ---------- */
+
+#define RPFX "ringtrace recover: "
+
+/*
+ * `ringtrace recover FILE|PID [-o DIR]`: write what a set of buffers holds
+ * as a trace, everything, the open sub-buffers included (a record cut in
+ * the middle is left out). FILE is a copy of a program's buffers (`cp
+ * /proc/PID/fd/N FILE`, or a region file left by a recorder that was
+ * killed), mapped privately: it is never changed. PID is a running
+ * program, typically one that hangs: its live buffers, as they are.
+ * `record --flight-recorder` does this by itself when its program is
+ * killed (DIR/recovered).
+ */
+int cmd_recover(int argc, char **argv)
+{
+	const char *usage = "usage: ringtrace recover FILE|PID|NAME [-o DIR]";
+	const char *what = NULL, *outdir = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("%s\n\n"
+			       "  Write what a program's trace buffers hold as a trace: FILE, a copy of them\n"
+			       "  (cp /proc/PID/fd/N FILE; never changed), or PID, a running program (one\n"
+			       "  that hangs, say), whose buffers are taken as they are.\n"
+			       "  -o DIR  output directory (default: ringtrace-recovered-NAME-DATE-TIME)\n",
+			       usage);
+			return 0;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			outdir = argv[++i];
+		} else if (argv[i][0] == '-' || what) {
+			fprintf(stderr, RPFX "unexpected argument '%s' (%s)\n", argv[i], usage);
+			return 2;
+		} else {
+			what = argv[i];
+		}
+	}
+	if (!what) {
+		fprintf(stderr, RPFX "%s\n", usage);
+		return 2;
+	}
+	struct stat st;
+	struct ctl_ring ring = { 0 };
+	char err[512], comm[64];
+	pid_t pid = 0;
+	struct ctl_handle h = { 0 };
+	if (stat(what, &st) == 0) {
+		int fd = open(what, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size < sizeof(struct ringtrace__shm_header)) {
+			fprintf(stderr, RPFX "'%s' is not a copy of ringtrace buffers%s%s\n", what,
+				fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
+			if (fd >= 0)
+				close(fd);
+			return 1;
+		}
+		/* Private: the reader's bookkeeping never reaches the file. */
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED) {
+			fprintf(stderr, RPFX "cannot map '%s': %s\n", what, strerror(errno));
+			return 1;
+		}
+		ring.mem = m;
+		ring.size = (uint64_t)st.st_size;
+		if (rb_view_open(m, ring.size, &ring.rb) < 0) {
+			fprintf(stderr, RPFX "'%s' is not a copy of ringtrace buffers, or it is damaged\n", what);
+			munmap(m, ring.size);
+			return 1;
+		}
+		pid = (pid_t)ring.rb->hdr->attached_pid;
+		const char *base = strrchr(what, '/');
+		snprintf(comm, sizeof(comm), "%s", base ? base + 1 : what);
+	} else {
+		if (ctl_resolve(what, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, err, sizeof(err)) < 0 ||
+		    ctl_ring_open(&h, &ring, err, sizeof(err)) < 0) {
+			fprintf(stderr, RPFX "%s\n", err);
+			ctl_close(&h);
+			return 1;
+		}
+		snprintf(comm, sizeof(comm), "%.16s", h.b->comm);
+		/* Work on a copy: the reader's bookkeeping (discard mode gives
+		 * sub-buffers back zeroed) must not touch the program's
+		 * buffers, which it may still be writing. */
+		void *copy = mmap(NULL, ring.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ringtrace__rb *view = NULL;
+		if (copy == MAP_FAILED || (memcpy(copy, ring.mem, ring.size), rb_view_open(copy, ring.size, &view) < 0)) {
+			fprintf(stderr, RPFX "cannot copy the buffers of process %d\n", (int)pid);
+			if (copy != MAP_FAILED)
+				munmap(copy, ring.size);
+			ctl_ring_close(&ring);
+			ctl_close(&h);
+			return 1;
+		}
+		uint64_t size = ring.size;
+		ctl_ring_close(&ring);
+		ring.mem = copy;
+		ring.size = size;
+		ring.rb = view;
+	}
+	char name[128];
+	char *made = NULL;
+	if (!outdir) {
+		snprintf(name, sizeof(name), "recovered-%s", comm);
+		/* write_region's default name is for snapshots: name it here. */
+		struct rec tmp = { 0 };
+		tmp.progname = name;
+		if (make_outdir(&tmp) < 0) {
+			ctl_ring_close(&ring);
+			ctl_close(&h);
+			return 1;
+		}
+		outdir = made = tmp.outdir;
+		rmdir(outdir); /* write_region makes it again, empty */
+	}
+	int status = write_region(pid, comm, &ring, outdir, 0, "recover");
+	ctl_ring_close(&ring);
+	ctl_close(&h);
+	free(made);
+	return status;
+}
+
 /* ---- show: follow a live program ------------------------------------------ */
 
 /*

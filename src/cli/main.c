@@ -26,6 +26,7 @@ static const struct {
 	{ "snapshot-enable", cmd_snapshot_enable, "allocate spare buffers for snapshots in a running program" },
 	{ "snapshot-disable", cmd_snapshot_disable, "free a running program's spare buffers" },
 	{ "snapshot", cmd_snapshot, "write a running program's buffers as a trace; tracing goes on" },
+	{ "recover", cmd_recover, "write what a program's buffers (or a copy of them) hold as a trace" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
 };
 

@@ -255,6 +255,40 @@ fi
 finish "a trigger armed on a running program (snapshot-enable --snapshot-on) and served by snapshot --watch"
 
 begin
+if have "$SERVER"; then
+	"$SERVER" >rs.out 2>&1 &
+	RSP=$!
+	PIDS+=("$RSP")
+	sleep 0.3
+	"$RT" on $RSP >/dev/null 2>&1 || why "on failed"
+	sleep 0.3
+	# A copy of the live buffers, as a user would take it.
+	fd=$(ls -l /proc/$RSP/fd | awk '/memfd:ringtrace-ring/ { print $9 }' | head -n 1)
+	cp "/proc/$RSP/fd/$fd" copy.bin || why "cannot copy the buffers"
+	sum=$(md5sum <copy.bin)
+	"$RT" recover copy.bin -o rc1 >rc1.out 2>&1 || { why "recover FILE failed"; show rc1.out; }
+	eq "the copy is left unchanged" "$(md5sum <copy.bin)" "$sum"
+	"$RT" dump rc1 >rc1.dump 2>&1 || { why "recovered copy does not dump"; show rc1.dump; }
+	[ "$(grep -c 'app:request_begin' rc1.dump)" -gt 0 ] || why "no request in the recovered copy"
+	# A program that hangs: its buffers as they are, the program untouched.
+	kill -STOP $RSP
+	"$RT" recover $RSP -o rc2 >rc2.out 2>&1 || { why "recover PID failed"; show rc2.out; }
+	"$RT" dump rc2 >rc2.dump 2>&1 || why "recovered buffers do not dump"
+	[ "$(grep -c 'app:request_begin' rc2.dump)" -ge "$(grep -c 'app:request_begin' rc1.dump)" ] ||
+		why "fewer requests from the stopped program than from the earlier copy"
+	kill -CONT $RSP
+	"$RT" stat $RSP >rs.stat 2>&1 || why "stat after recover failed"
+	kill $RSP
+	wait $RSP
+	eq "server status" "$?" 0
+	head -c 20000 /dev/urandom >junk.bin
+	"$RT" recover junk.bin -o rc3 >rc3.out 2>&1 && why "junk accepted"
+	eq "message lines (junk)" "$(wc -l <rc3.out)" 1
+	[ -e rc3 ] && why "an output directory was left for junk"
+fi
+finish "recover: a copy of a program's buffers (left unchanged) and the buffers of a stopped program"
+
+begin
 "$RT" snapshot 999999999 >b1.out 2>&1 && why "unknown pid accepted"
 eq "message lines (unknown pid)" "$(wc -l <b1.out)" 1
 "$RT" snapshot >b2.out 2>&1
