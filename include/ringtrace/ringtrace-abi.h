@@ -241,9 +241,11 @@ struct ringtrace__wctx {
 	uint32_t slot;
 	uint32_t len;                /* bytes to commit */
 	uint32_t id;
-	uint32_t ext;                /* the event's header is extended */
-	uint32_t trig;               /* commit evaluates a snapshot trigger */
+	uint32_t ext;                /* bit 0: the event's header is extended;
+				      * bit 1: commit evaluates a snapshot trigger */
+	uint32_t pad;
 };
+#define RINGTRACE__CTX_TRIGGER 2u
 
 /* Called by each translation unit's constructor/destructor with its
  * object's "ringtrace_events" section; reference counted per section. */
@@ -507,7 +509,6 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 					c->cpu = (uint32_t)cpu;
 					c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
 					c->len = (uint32_t)need;
-					c->trig = 0;
 					return 1;
 				}
 			}
@@ -518,7 +519,6 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	struct ringtrace__wctx slow;
 	slow.rb = rb;
 	slow.id = id;
-	slow.trig = 0;
 	int r = ringtrace__reserve_slow(&slow, d, payload);
 	*c = slow;
 	if (!r) {
@@ -530,9 +530,11 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)
 {
-	if (RINGTRACE__UNLIKELY(c->trig))
+	/* The trigger bit rides in `ext`, which every path sets: no store
+	 * more on the fast path. */
+	if (RINGTRACE__UNLIKELY(c->ext & RINGTRACE__CTX_TRIGGER))
 		ringtrace__trigger(c->rb, c->payload, c->id, c->cpu);
-	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)c->ext);
+	ringtrace__put_hdr(c->rec, c->id, c->ts, (int)(c->ext & 1));
 #if RINGTRACE__RSEQ
 	if (RINGTRACE__LIKELY(c->rb->use_rseq)) {
 		struct ringtrace__rb_slot *s = &c->rb->cpu[c->cpu].slots[c->slot];

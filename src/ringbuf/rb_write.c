@@ -302,7 +302,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	}
 	if (!((d->flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
 		int r = reserve(c, payload, 0);
-		c->trig = r && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER);
+		if (r && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER))
+			c->ext |= RINGTRACE__CTX_TRIGGER;
 		return r;
 	}
 	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
@@ -320,7 +321,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	memcpy(p, &id, 4);
 	p[4] = (char)depth;
 	memcpy(p + 5, ips, 8 * (size_t)depth);
-	c->trig = (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER) != 0;
+	if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER)
+		c->ext |= RINGTRACE__CTX_TRIGGER;
 	return 1;
 }
 
