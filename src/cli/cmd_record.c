@@ -1137,10 +1137,12 @@ static int record_attach(struct rec *r)
 		goto out;
 	pid_t pid = r->child;
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
-	if (!r->fds || make_outdir(r) < 0)
+	if (!r->fds)
 		goto out;
 	for (uint32_t c = 0; c < r->rb->ncpus; c++)
 		r->fds[c] = -1;
+	if (make_outdir(r) < 0)
+		goto out;
 	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", r->comm, (int)pid,
 		r->outdir);
 
@@ -1193,7 +1195,7 @@ out:
  * 0, or 1 after a message.
  */
 static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, const char *outdir, uint32_t no,
-			const char *trigger)
+			const char *trigger, int scan)
 {
 	struct rec rr = { 0 }, *r = &rr;
 	r->shm_fd = -1;
@@ -1230,12 +1232,14 @@ static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, cons
 		r->progname = name;
 	}
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
-	if (!r->fds || make_outdir(r) < 0)
+	if (!r->fds)
 		goto out;
-	r->progname = r->comm;
 	for (uint32_t c = 0; c < r->rb->ncpus; c++)
 		r->fds[c] = -1;
-	if (kill(pid, 0) == 0)
+	if (make_outdir(r) < 0)
+		goto out;
+	r->progname = r->comm;
+	if (scan)
 		scan_threads(r);
 	while (record_round(r) > 0)
 		;
@@ -1267,7 +1271,7 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 	if (ctl_snap_open(h, &ring, err, sizeof(err)) < 0)
 		fprintf(stderr, SPFX "%s\n", err);
 	else
-		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger);
+		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger, kill(pid, 0) == 0);
 	/* The program alive or not: a dead one needs nothing back. */
 	if (kill(pid, 0) == 0 && !ctl_is_stale(h->b)) {
 		k = ctl_request(h, CTL_OP_SNAP_RELEASE, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
@@ -1286,6 +1290,48 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
  * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
  * Returns the number of snapshots that failed.
  */
+/* Is descriptor fdn of process pid the file with this inode? (Descriptor
+ * numbers are reused: compare files, not numbers.) */
+static int same_file(pid_t pid, int32_t fdn, uint64_t ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fdn);
+	return fdn >= 0 && stat(path, &st) == 0 && (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * Has the program exited (our child: without reaping it)? A process whose
+ * main thread has exited while its other threads are still going (its
+ * control thread, for one) is not reapable yet: when its main thread is
+ * a zombie, wait for the rest of it, a second at most.
+ */
+static int gone(pid_t pid, pid_t child)
+{
+	for (int i = 0; i < 100; i++) {
+		if (child) {
+			siginfo_t si = { 0 };
+			if (waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == child)
+				return 1;
+		} else if (kill(pid, 0) < 0 && errno == ESRCH) {
+			return 1;
+		}
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		FILE *f = fopen(path, "re");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		const char *rp = strrchr(buf, ')');
+		if (!rp || rp[1] != ' ' || rp[2] != 'Z')
+			return 0;
+		struct timespec d = { 0, 10000000 };
+		nanosleep(&d, NULL);
+	}
+	return 0;
+}
+
 static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child, int *wstatus,
 			  volatile sig_atomic_t *stop, struct ctl_ring *initial)
 {
@@ -1303,7 +1349,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 	 * included; another program's earlier requests are not. */
 	uint32_t seen = child ? 0 : __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
 	uint32_t seen_trig = child ? 0 : __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
-	int failed = 0, signaled = 0;
+	int failed = 0, signaled = 0, reaped = 0;
 	long n = 0;
 	for (;;) {
 		uint32_t sgen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
@@ -1317,7 +1363,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 		uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
 		if (!live.rb || live.gen != gen) {
 			ctl_ring_close(&live);
-			if (spare.rb && spare.fdn == h->b->ring_fd) {
+			if (spare.rb && same_file(h->pid, h->b->ring_fd, spare.ino)) {
 				live = spare; /* the spare went live */
 				memset(&spare, 0, sizeof(spare));
 				live.gen = gen;
@@ -1325,11 +1371,13 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 				memset(&live, 0, sizeof(live));
 			}
 		}
-	int dead;
+		int dead;
 		if (child) {
 			siginfo_t si = { 0 };
-			dead = waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == child;
-			if (dead) {
+			/* Reaped once: it stays dead. */
+			dead = reaped || (waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == child);
+			if (dead && !reaped) {
+				reaped = 1;
 				*wstatus = si.si_code == CLD_EXITED ? si.si_status << 8 : si.si_status & 0x7f;
 				signaled = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
 			}
@@ -1340,7 +1388,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 			signaled = dead && access(h->path, F_OK) == 0;
 		}
 		uint32_t req = __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
-		if (req != seen && !dead) {
+		if (req != seen) {
 			/* Requests that came meanwhile are served by this one. */
 			seen = req;
 			/* Label it with the trigger if one fired since the last. */
@@ -1354,12 +1402,22 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 			seen_trig = trig;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
-			failed += snapshot_one(h, dir, label) != 0;
+			int k = dead ? 1 : snapshot_one(h, dir, label);
+			if (k != 0 && live.rb && (dead || gone(h->pid, child))) {
+				/* It asked and then exited (or died) before the
+				 * swap: what its live buffers hold is the snapshot. */
+				snprintf(label + strlen(label), sizeof(label) - strlen(label), ", at exit");
+				k = write_region(h->pid, h->b->comm, &live, dir, 0, label, 0);
+			}
+			failed += k != 0;
 			continue;
 		}
 		if (dead)
 			break;
-		if (*stop)
+		/* Told to stop: a child got the signal too (on_term), wait for
+		 * it to go, so that its end is recorded; another program runs
+		 * on without us. */
+		if (*stop && !child)
 			break;
 		struct timespec d = { 0, 100 * 1000000L };
 		ctl_futex(&h->b->snap_req, FUTEX_WAIT, seen, &d);
@@ -1369,7 +1427,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 		snprintf(dir, sizeof(dir), "%s/recovered", outdir);
 		fprintf(stderr, SPFX "process %d %s: writing what its buffers hold to %s\n", (int)h->pid,
 			child ? "was killed" : "is gone", dir);
-		failed += write_region(h->pid, h->b->comm, &live, dir, 0, "recover") != 0;
+		failed += write_region(h->pid, h->b->comm, &live, dir, 0, "recover", 0) != 0;
 	}
 	ctl_ring_close(&live);
 	ctl_ring_close(&spare);
@@ -1510,6 +1568,10 @@ static int record_flight(struct rec *r)
 	for (;;) {
 		if (ctl_open(r->child, &r->ctl, err, sizeof(err)) == 0) {
 			opened = 1;
+			/* Pairs with the acquire load in flight_start(): it
+			 * may start now. */
+			__atomic_store_n(&r->ctl.b->watcher, (uint32_t)getpid(), __ATOMIC_RELEASE);
+			ctl_futex(&r->ctl.b->watcher, FUTEX_WAKE, INT_MAX, NULL);
 			break;
 		}
 		siginfo_t si = { 0 };
@@ -1520,8 +1582,6 @@ static int record_flight(struct rec *r)
 	}
 	if (opened) {
 		snapshot_watch(&r->ctl, r->outdir, r->child, &ws, &got_term, &initial);
-		if (got_term) /* we were told to stop: the program goes on alone */
-			fprintf(stderr, PFX "stopped; process %d runs on without snapshots\n", (int)r->child);
 	} else {
 		/* It died before its constructor published the block (or it
 		 * does not use libringtrace): recover what the buffers hold. */
@@ -1532,7 +1592,7 @@ static int record_flight(struct rec *r)
 			const char *base = strrchr(r->progname, '/');
 			fprintf(stderr, PFX "process %d was killed: writing what its buffers hold to %s\n",
 				(int)r->child, dir);
-			write_region(r->child, base ? base + 1 : r->progname, &initial, dir, 0, "recover");
+			write_region(r->child, base ? base + 1 : r->progname, &initial, dir, 0, "recover", 0);
 			ctl_remove_if_stale(r->child);
 		} else if (!initial.rb || !initial.rb->hdr->attached_pid) {
 			fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r->progname);
@@ -1543,9 +1603,7 @@ static int record_flight(struct rec *r)
 	if (initial.mem)
 		munmap(initial.mem, initial.size);
 	child_pid_for_signal = 0;
-	if (got_term)
-		status = 0;
-	else if (WIFEXITED(ws))
+	if (WIFEXITED(ws))
 		status = WEXITSTATUS(ws);
 	else if (WIFSIGNALED(ws))
 		status = 128 + WTERMSIG(ws);
@@ -1670,7 +1728,9 @@ int cmd_recover(int argc, char **argv)
 		outdir = made = tmp.outdir;
 		rmdir(outdir); /* write_region makes it again, empty */
 	}
-	int status = write_region(pid, comm, &ring, outdir, 0, "recover");
+	/* Thread names from /proc only for a program we checked is the one
+	 * (a FILE's pid may be anybody's by now). */
+	int status = write_region(pid, comm, &ring, outdir, 0, "recover", h.b != NULL);
 	ctl_ring_close(&ring);
 	ctl_close(&h);
 	free(made);

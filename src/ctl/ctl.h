@@ -134,7 +134,10 @@ struct ctl_block {
 	/* Of those, the ones a trigger posted (--snapshot-on), and the
 	 * trigger's text (NUL-terminated, empty when none is armed). */
 	uint32_t snap_trig;
-	uint32_t pad2;
+	/* Futex: the flight recorder's pid once it watches the block; the
+	 * program's start waits for it (100 ms at most) so that no request
+	 * comes before anybody serves it. */
+	uint32_t watcher;
 	char trigger[256];
 	/* The last snapshot, for benchmarks: ns to attach the spare to the
 	 * registry (its event descriptions), to publish it (the swap proper:

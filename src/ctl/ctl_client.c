@@ -218,9 +218,27 @@ int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen)
 	return 0;
 }
 
+/* A zombie (exited, not reaped yet) will never answer. */
+static int zombie(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] == 'Z';
+}
+
 static int alive(const struct ctl_handle *h)
 {
-	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && ctl_proc_start_time(h->pid) == h->b->start_time;
+	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && ctl_proc_start_time(h->pid) == h->b->start_time &&
+	       !zombie(h->pid);
 }
 
 static uint64_t now_ms(void)
@@ -397,6 +415,7 @@ static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ri
 	ring->mem = m;
 	ring->size = (uint64_t)st.st_size;
 	ring->fdn = fdn;
+	ring->ino = (uint64_t)st.st_ino;
 	int r = rb_view_open(m, ring->size, &ring->rb);
 	if (r < 0 || ring->rb->hdr->attached_pid != (uint32_t)h->pid) {
 		snprintf(err, errlen, "the buffers of process %d are damaged or not ringtrace's", (int)h->pid);

@@ -58,6 +58,7 @@ struct ctl_ring {
 	struct ringtrace__rb *rb;
 	uint32_t gen;
 	int32_t fdn;                 /* the program's descriptor number */
+	uint64_t ino;                /* the memfd's inode: fd numbers are reused */
 };
 int ctl_ring_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_t errlen);
 void ctl_ring_close(struct ctl_ring *ring);

@@ -69,6 +69,9 @@ static unsigned nretired;
  * held (the old live buffers) until the controller writing them releases
  * them. Only the control thread touches these. */
 static struct region spare = { .fd = -1 };
+/* What the recorder chose for the flight recorder's first buffers, kept
+ * for the buffers the program allocates after them. */
+static uint32_t cfg_stacks, cfg_stack_bits;
 static pthread_t agent_thread;
 static int publish_delay_ms;         /* a forked child publishes late */
 
@@ -144,8 +147,10 @@ static int region_alloc(struct region *r)
 	p.clock = (uint32_t)clk_choose();
 	p.reg_size = RB_DEFAULT_REG;
 	/* Room for the stacks of events declared with one (sparse until
-	 * used: an untouched map costs no memory). */
-	p.stack_bits = STACKMAP_BITS_DEFAULT;
+	 * used: an untouched map costs no memory); all events carry one in
+	 * a flight recorder started with --stacks. */
+	p.stack_bits = cfg_stack_bits ? cfg_stack_bits : STACKMAP_BITS_DEFAULT;
+	p.stacks = cfg_stacks;
 	if (getrandom(p.uuid, sizeof(p.uuid), GRND_NONBLOCK) != sizeof(p.uuid)) {
 		uint64_t x = ringtrace__clock_monotonic() ^ ((uint64_t)getpid() << 32);
 		for (int i = 0; i < 16; i++)
@@ -408,6 +413,14 @@ static void flight_start(void)
 	ctl->cfg_sb_size = cur.rb->sb_mask + 1;
 	ctl->cfg_nsb = 1u << cur.rb->nsb_shift;
 	ctl->cfg_mode = cur.rb->mode;
+	cfg_stacks = cur.rb->stacks;
+	void *log, *map;
+	size_t log_size, map_size;
+	if (rb_stack_area(cur.rb, &log, &log_size, &map, &map_size) == 0 &&
+	    map_size >= sizeof(struct stackmap_header))
+		cfg_stack_bits = ((const struct stackmap_header *)map)->bits;
+	if (cfg_stack_bits < STACKMAP_BITS_MIN || cfg_stack_bits > STACKMAP_BITS_MAX)
+		cfg_stack_bits = 0;
 	publish_session();
 	if (cmd_snap_enable() < 0)
 		reg_message("ringtrace: no spare buffers for the flight recorder: %s", ctl->msg);
@@ -418,6 +431,17 @@ static void flight_start(void)
 		reg_message("ringtrace: %s", ctl->msg);
 	unsetenv("RINGTRACE_SNAPSHOT_ON");
 	unsetenv("RINGTRACE_SNAPSHOT_INTERVAL");
+	/* The recorder polls for this block; until it watches, a request
+	 * (ringtrace_snapshot(), a trigger) or an exit would go unseen.
+	 * Bounded: the program starts anyway after 100 ms. */
+	uint64_t t0 = ringtrace__clock_monotonic();
+	while (!__atomic_load_n(&ctl->watcher, __ATOMIC_ACQUIRE)) {
+		uint64_t waited = ringtrace__clock_monotonic() - t0;
+		if (waited >= 100000000u)
+			break;
+		struct timespec d = { 0, (long)(100000000u - waited) };
+		ctl_futex(&ctl->watcher, FUTEX_WAIT, 0, &d);
+	}
 }
 
 static void publish_snap(uint32_t state, pid_t holder)
@@ -444,11 +468,10 @@ static int holder_alive(void)
  * spare buffers allocated (untouched memory: nothing spent until used). */
 static int snap_recycle(void)
 {
-	if (rcu_synchronize(GRACE_MS) < 0) {
-		answer("a thread is still inside a tracepoint in the held buffers");
-		return -EBUSY;
-	}
-	region_free(&spare);
+	/* Freed after a grace period; if a thread stays inside a probe in
+	 * them, kept mapped among the retired regions: snapshots go on with
+	 * a fresh spare either way. */
+	region_retire(&spare);
 	int r = region_alloc(&spare);
 	if (r < 0) {
 		publish_snap(CTL_SNAP_OFF, 0);
@@ -519,7 +542,7 @@ static int cmd_snapshot(pid_t holder)
 		return -ENOENT;
 	}
 	if (cur.rb->hdr->sb_shift != spare.rb->hdr->sb_shift || cur.rb->hdr->nsb_shift != spare.rb->hdr->nsb_shift ||
-	    cur.rb->mode != spare.rb->mode) {
+	    cur.rb->mode != spare.rb->mode || cur.rb->stacks != spare.rb->stacks) {
 		/* buffer-size changed since snapshot-enable: follow it. */
 		region_free(&spare);
 		int r = region_alloc(&spare);

@@ -277,6 +277,8 @@ static struct reg_event *find(const char *provider, const char *name, unsigned b
 	return NULL;
 }
 
+static int stack_events;             /* an event declared with a stack exists */
+
 static void register_desc(struct ringtrace_event_desc *d)
 {
 	if (d->abi != RINGTRACE_ABI_VERSION) {
@@ -341,6 +343,11 @@ static void register_desc(struct ringtrace_event_desc *d)
 	}
 	e->descs[e->ndesc++] = d;
 	d->id = e->id;
+	if (stack) {
+		__atomic_store_n(&stack_events, 1, __ATOMIC_RELAXED);
+		if (attached)
+			stack_unwind_prepare();
+	}
 	trigger_match(d, e->id, e->provider, e->name, e->signature);
 	__atomic_store_n(&d->enabled, tracing_on && attached && e->selected, __ATOMIC_RELEASE);
 }
@@ -530,15 +537,18 @@ void reg_tracing(int on)
 	pthread_mutex_unlock(&lock);
 }
 
+int reg_has_stack_events(void)
+{
+	return __atomic_load_n(&stack_events, __ATOMIC_RELAXED);
+}
+
 void reg_retrigger(void)
 {
 	pthread_mutex_lock(&lock);
 	for (unsigned b = 0; b < NBUCKET; b++)
 		for (struct reg_event *e = buckets[b]; e; e = e->next)
-			for (size_t i = 0; i < e->ndesc; i++) {
-				__atomic_fetch_and(&e->descs[i]->flags, ~RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
+			for (size_t i = 0; i < e->ndesc; i++)
 				trigger_match(e->descs[i], e->id, e->provider, e->name, e->signature);
-			}
 	pthread_mutex_unlock(&lock);
 }
 

@@ -28,6 +28,8 @@ void reg_detach_after_fork(void);
 /* Mark again every descriptor for the current snapshot trigger
  * (trigger.h): clears RINGTRACE__EVF_TRIGGER, then trigger_match(). */
 void reg_retrigger(void);
+/* Whether an event declared with a stack is registered. */
+int reg_has_stack_events(void);
 void reg_lock(void);
 void reg_unlock(void);
 

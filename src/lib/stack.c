@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "lib/registry.h"
 #include "lib/stack.h"
 #include "ringbuf/rb.h"
 #include "stackmap/maplog.h"
@@ -35,7 +36,6 @@ struct lib_stack {
 	void *log;
 	size_t log_size;
 	struct rt_maps_gen gen;
-	int method;
 };
 
 /* Serialises appends to every region's log (maplog.h). */
@@ -61,13 +61,30 @@ int stack_attach(struct ringtrace__rb *rb)
 		s->map.percpu = 0;
 	s->log = log;
 	s->log_size = log_size;
-	/* libunwind is dlopen'ed now, not linked: a program that never
-	 * captures a stack does not pay for loading it at start-up (see
-	 * docs/stack-capture.md). If it cannot be loaded, frame pointers. */
-	s->method = rt_unwind_init() == 0 ? RT_UNWIND_LIBUNWIND : RT_UNWIND_FP;
 	rb->stk = s;
+	if (rb->stacks || reg_has_stack_events())
+		stack_unwind_prepare();
 	stack_log_maps(rb, 1);
 	return 0;
+}
+
+/*
+ * libunwind is dlopen'ed, not linked, and only once a stack can be
+ * captured (a region with `stacks`, or an event declared with a stack):
+ * loading it registers the unwind tables of the loaded objects, which
+ * keeps them loaded (docs/stack-capture.md), a change a program that
+ * captures no stack must not see. Until then, and if it cannot be
+ * loaded, captures walk frame pointers.
+ */
+static int unwind_method;            /* 0 until prepared; read by probes */
+
+void stack_unwind_prepare(void)
+{
+	if (__atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE))
+		return;
+	int m = rt_unwind_init() == 0 ? RT_UNWIND_LIBUNWIND : RT_UNWIND_FP;
+	/* Pairs with the acquire load in rb_stack_capture(). */
+	__atomic_store_n(&unwind_method, m, __ATOMIC_RELEASE);
 }
 
 void stack_detach(struct ringtrace__rb *rb)
@@ -131,11 +148,14 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	if (!s)
 		return RINGTRACE__STACK_NONE;
 	int saved_errno = errno;
-	if (!thread_ready && s->method == RT_UNWIND_LIBUNWIND)
+	int method = __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE);
+	if (!method)
+		method = RT_UNWIND_FP;
+	if (!thread_ready && method == RT_UNWIND_LIBUNWIND)
 		thread_prepare();
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
-	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, s->method);
-	if (n < 0 && s->method != RT_UNWIND_FP)
+	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, method);
+	if (n < 0 && method != RT_UNWIND_FP)
 		/* Re-entered from a signal handler (-EBUSY), or a thread
 		 * libunwind cannot serve: frame pointers, where there are. */
 		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);

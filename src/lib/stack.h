@@ -24,6 +24,11 @@
  * region is then used without stacks (ids read RINGTRACE__STACK_NONE). */
 int stack_attach(struct ringtrace__rb *rb);
 
+/* Load libunwind for captures (idempotent; not from a probe). Called
+ * when stacks become possible: a region with `stacks`, or an event
+ * declared with a stack registered while a region is attached. */
+void stack_unwind_prepare(void);
+
 /* Free what stack_attach() allocated; only once no probe can hold rb. */
 void stack_detach(struct ringtrace__rb *rb);
 

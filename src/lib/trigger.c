@@ -33,6 +33,7 @@ struct trig {
 	uint64_t interval_ns;
 	uint64_t last_ns;            /* CAS by the probe that fires */
 	uint32_t nev;                /* release-stored after ev[nev-1] is filled */
+	int overflow;                /* more events matched than TRIG_EVENTS */
 	struct trig_event ev[TRIG_EVENTS];
 };
 
@@ -117,24 +118,41 @@ static int matches(const struct trig *t, const char *provider, const char *name,
 	return 0;
 }
 
-void trigger_match(struct ringtrace_event_desc *d, uint32_t id, const char *provider, const char *name,
-		   const char *signature)
+static int match_id(uint32_t id, const char *provider, const char *name, const char *signature)
 {
 	struct trig *t = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
 	if (!t)
-		return;
+		return 0;
 	uint32_t n = t->nev;
 	for (uint32_t i = 0; i < n; i++)
-		if (t->ev[i].id == id) {
-			__atomic_fetch_or(&d->flags, RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
-			return;
+		if (t->ev[i].id == id)
+			return 1;
+	if (n == TRIG_EVENTS) {
+		static struct trig_event scratch; /* under the registry lock */
+		if (!t->overflow && matches(t, provider, name, signature, &scratch)) {
+			t->overflow = 1;
+			reg_message("ringtrace: trigger '%s' matches more than %d events: %s:%s is not watched",
+				    t->text, TRIG_EVENTS, provider, name);
 		}
-	if (n == TRIG_EVENTS || !matches(t, provider, name, signature, &t->ev[n]))
-		return;
+		return 0;
+	}
+	if (!matches(t, provider, name, signature, &t->ev[n]))
+		return 0;
 	t->ev[n].id = id;
 	/* The entry is complete before a probe can see it. */
 	__atomic_store_n(&t->nev, n + 1, __ATOMIC_RELEASE);
-	__atomic_fetch_or(&d->flags, RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
+	return 1;
+}
+
+void trigger_match(struct ringtrace_event_desc *d, uint32_t id, const char *provider, const char *name,
+		   const char *signature)
+{
+	/* One store of the final value: a probe never sees the bit dropped
+	 * for an event that stays watched. */
+	if (match_id(id, provider, name, signature))
+		__atomic_fetch_or(&d->flags, RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&d->flags, ~RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
 }
 
 int trigger_check(const char *text, char *err, size_t errlen)

@@ -173,7 +173,8 @@ int rb_stack_area(const struct ringtrace__rb *rb, void **ret_log, size_t *ret_lo
 		  size_t *ret_map_size)
 {
 	const struct ringtrace__shm_header *h = rb->hdr;
-	if (!h->stack_size)
+	/* What was validated, never the header again (shared, writable). */
+	if (!rb->stack_size)
 		return -ENOENT;
 	/* Validated by rb_view_open(); the header is re-read, not trusted
 	 * anew: the offsets were checked against the mapping then. */

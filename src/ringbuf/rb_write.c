@@ -300,7 +300,7 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		ringtrace__tls.tid = tid;
 		emit_thread_name(c->rb, tid);
 	}
-	if (!((d->flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
+	if (!((__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
 		int r = reserve(c, payload, 0);
 		if (r && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER))
 			c->ext |= RINGTRACE__CTX_TRIGGER;

@@ -110,6 +110,12 @@ if [ -n "${SP:-}" ]; then
 	before=$(snap_stat $SP)
 	"$RT" snapshot $SP -o flat --count 100 --interval 0 >flat.out 2>flat.err || { why "100 snapshots failed"; show flat.err; }
 	after=$(snap_stat $SP)
+	# A sanitizer's allocator maps memory as the program runs: there only
+	# the size and the descriptors compare.
+	if [ -n "${SNAP_SANITIZER:-}" ]; then
+		before=${before% maps=*}
+		after=${after% maps=*}
+	fi
 	eq "program size/fds/maps before and after 100 snapshots" "$after" "$before"
 	"$RT" snapshot-disable $SP >dis.out 2>&1 || { why "snapshot-disable failed"; show dis.out; }
 	"$RT" snapshot $SP -o off >off.out 2>&1 && why "snapshot accepted after snapshot-disable"
@@ -130,9 +136,11 @@ if have "$FLIGHT"; then
 	eq "snapshot directories" "$(ls fr1 2>/dev/null | tr '\n' ' ')" "snapshot-1 snapshot-2 snapshot-3 "
 	for k in 1 2 3; do
 		"$RT" dump fr1/snapshot-$k >fr1.$k.dump 2>&1 || { why "snapshot-$k does not dump"; continue; }
-		# Each snapshot ends with the error that asked for it.
-		eq "last event of snapshot-$k" "$(tail -n 1 fr1.$k.dump | sed 's/.*: \(fl:[a-z]*: i=[0-9]*\)$/\1/')" \
-			"fl:error: i=$((k * 10000 - 1))"
+		# Each snapshot holds the error that asked for it (usually as its
+		# last event: the program pauses after asking, but a loaded
+		# machine may serve the request after it went on).
+		grep -q "fl:error: i=$((k * 10000 - 1))\$" fr1.$k.dump ||
+			{ why "snapshot-$k lacks the error i=$((k * 10000 - 1))"; show fr1.$k.dump 2; }
 		grep -q 'ringtrace_snapshot_trigger = "ringtrace_snapshot()";' fr1/snapshot-$k/metadata ||
 			why "snapshot-$k: no trigger in the env block"
 	done
@@ -140,7 +148,7 @@ if have "$FLIGHT"; then
 	RINGTRACE_CONTROL=1 "$FLIGHT" errors 3 >fr0.out 2>&1
 	grep -q '^snapshot requests 0$' fr0.out || { why "ringtrace_snapshot() without snapshots:"; show fr0.out; }
 fi
-finish "flight recorder: ringtrace_snapshot() on an error path gives a snapshot ending with that error"
+finish "flight recorder: ringtrace_snapshot() on an error path gives a snapshot holding that error"
 
 begin
 if have "$FLIGHT"; then
@@ -156,6 +164,15 @@ if have "$FLIGHT"; then
 	[ -n "$pid" ] && [ -e "/dev/shm/ringtrace.ctl.$pid" ] && why "the killed program's control block was left"
 fi
 finish "flight recorder: a program killed by SIGKILL: its buffers are recovered into a trace babeltrace2 reads"
+
+begin
+if have "$FLIGHT"; then
+	"$RT" record --flight-recorder -o fx -- "$FLIGHT" exitreq 5000 >fx.out 2>fx.err
+	eq "status of a program that asks and exits" "$?" 3
+	"$RT" dump fx/snapshot-1 >fx.dump 2>&1 || { why "no snapshot for a request made just before exit"; show fx.err; }
+	eq "last event" "$(tail -n 1 fx.dump | sed 's/.*: \(fl:step: i=[0-9]*\)$/\1/')" "fl:step: i=4999"
+fi
+finish "flight recorder: a request made just before the program exits is served"
 
 begin
 if have "$FLIGHT"; then
@@ -199,7 +216,7 @@ if have "$FLIGHT"; then
 	eq "snapshot directories" "$(ls fw 2>/dev/null | tr '\n' ' ')" "snapshot-1 snapshot-2 snapshot-3 snapshot-4 "
 	[ -e fw/recovered ] && why "a recovered trace for a program that exited normally"
 	"$RT" dump fw/snapshot-4 >fw.dump 2>&1
-	eq "last event of snapshot-4" "$(tail -n 1 fw.dump | sed 's/.*: \(fl:[a-z]*: i=[0-9]*\)$/\1/')" "fl:error: i=29999"
+	grep -q 'fl:error: i=29999$' fw.dump || { why "snapshot-4 lacks the last error"; show fw.dump 2; }
 fi
 finish "snapshot --watch serves a running program's ringtrace_snapshot() requests"
 
@@ -214,8 +231,8 @@ if have "$FLIGHT"; then
 		"snapshot-1 snapshot-2 snapshot-3 snapshot-4 snapshot-5 "
 	for k in 1 2 3 4 5; do
 		"$RT" dump tr1/snapshot-$k >tr1.$k.dump 2>&1 || { why "snapshot-$k does not dump"; continue; }
-		eq "last event of snapshot-$k" "$(tail -n 1 tr1.$k.dump | sed 's/.*: fl:req: //')" \
-			"path=\"/a\" i=$((k * 1000 - 1)) status=503"
+		grep -q "fl:req: path=\"/a\" i=$((k * 1000 - 1)) status=503\$" tr1.$k.dump ||
+			{ why "snapshot-$k lacks the request i=$((k * 1000 - 1)) that fired it"; show tr1.$k.dump 2; }
 		grep -q 'ringtrace_snapshot_trigger = "fl:req if status >= 500";' tr1/snapshot-$k/metadata ||
 			why "snapshot-$k: the trigger is not in the env block"
 	done
@@ -248,7 +265,7 @@ if have "$FLIGHT"; then
 	for d in tl/snapshot-*; do
 		[ -d "$d" ] || continue
 		"$RT" dump "$d" >tl.dump 2>&1
-		tail -n 1 tl.dump | grep -q 'status=503$' || { why "$d does not end with a 503"; show tl.dump 2; }
+		grep -q 'status=503$' tl.dump || { why "$d holds no 503"; show tl.dump 2; }
 		grep -q 'ringtrace_snapshot_trigger = "fl:req if status == 503";' "$d/metadata" || why "$d: no trigger label"
 	done
 fi

@@ -12,6 +12,8 @@
  *   flightprog statuses N fires fl:req { path, i, status } for i < N: status
  *                         503 when i % 1000 == 999, -1 when i % 1000 == 499,
  *                         200 otherwise; 50 ms pause after each 503.
+ *   flightprog exitreq N  fires N steps, asks for a snapshot and exits 3 at
+ *                         once (the request must not be lost).
  *   flightprog kill N     fires N steps, then kills itself with SIGKILL.
  *   flightprog run MS     fires steps (one per 10 us) for MS milliseconds,
  *                         printing "rss_kb K" (VmRSS) every 500 ms; exits 0.
@@ -91,6 +93,12 @@ int main(int argc, char **argv)
 			}
 		}
 		return 0;
+	}
+	if (!strcmp(argv[1], "exitreq")) {
+		for (uint32_t i = 0; i < n; i++)
+			ringtrace_tracepoint(fl, step, i);
+		printf("snapshot request %d\n", ringtrace_snapshot());
+		return 3;
 	}
 	if (!strcmp(argv[1], "kill")) {
 		for (uint32_t i = 0; i < n; i++)
