@@ -701,6 +701,34 @@ static int write_metadata(struct rec *r, int final)
 	return ret;
 }
 
+/* One descriptor per CPU stream, none open yet. 0, or -1 (no memory). */
+static int alloc_stream_fds(struct rec *r)
+{
+	r->fds = malloc(r->rb->ncpus * sizeof(int));
+	if (!r->fds)
+		return -1;
+	for (uint32_t c = 0; c < r->rb->ncpus; c++)
+		r->fds[c] = -1;
+	return 0;
+}
+
+/* Read a region written before we came (a live program's, a held
+ * snapshot, a recovered one): the reader from its oldest untaken
+ * sub-buffer, and the trace's parameters from its header. */
+static int reader_from_region(struct rec *r)
+{
+	int k = rb_reader_new(r->rb, &r->reader);
+	if (k < 0)
+		return k;
+	rb_reader_seek_oldest(r->reader);
+	r->mode = r->rb->mode;
+	r->nsb = 1u << r->rb->nsb_shift;
+	r->clock = r->rb->hdr->clock;
+	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
+	clk_sample(r->clock, &r->c0);
+	return 0;
+}
+
 /* ---- the run ------------------------------------------------------------ */
 
 static int start_child(struct rec *r)
@@ -975,11 +1003,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, PFX "cannot use the shared-memory buffers: %s\n", strerror(-k));
 		goto fail_dir;
 	}
-	r.fds = malloc(r.rb->ncpus * sizeof(int));
-	if (!r.fds)
+	if (alloc_stream_fds(&r) < 0)
 		goto fail_dir;
-	for (uint32_t c = 0; c < r.rb->ncpus; c++)
-		r.fds[c] = -1;
 
 	struct sigaction sa = { 0 };
 	sa.sa_handler = on_term;
@@ -1101,18 +1126,12 @@ static int live_attach(struct rec *r, const char *pfx)
 		return -1;
 	}
 	r->reader_claimed = 1;
-	int k = rb_reader_new(r->rb, &r->reader);
+	int k = reader_from_region(r);
 	if (k < 0) {
 		fprintf(stderr, "%s%s\n", pfx, strerror(-k));
 		return -1;
 	}
-	rb_reader_seek_oldest(r->reader);
-	r->mode = r->rb->mode;
-	r->nsb = 1u << r->rb->nsb_shift;
-	r->clock = r->rb->hdr->clock;
-	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
 	lost_counts(r->rb, r->lost0);
-	clk_sample(r->clock, &r->c0);
 	return 0;
 }
 
@@ -1136,12 +1155,7 @@ static int record_attach(struct rec *r)
 	if (live_attach(r, PFX) < 0)
 		goto out;
 	pid_t pid = r->child;
-	r->fds = malloc(r->rb->ncpus * sizeof(int));
-	if (!r->fds)
-		goto out;
-	for (uint32_t c = 0; c < r->rb->ncpus; c++)
-		r->fds[c] = -1;
-	if (make_outdir(r) < 0)
+	if (alloc_stream_fds(r) < 0 || make_outdir(r) < 0)
 		goto out;
 	fprintf(stderr, PFX "attached to '%s' (pid %d), recording to %s; Ctrl-C detaches\n", r->comm, (int)pid,
 		r->outdir);
@@ -1214,29 +1228,17 @@ static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, cons
 	r->rb = ring->rb;
 	memset(ring, 0, sizeof(*ring));
 	int status = 1, k;
-	if ((k = rb_reader_new(r->rb, &r->reader)) < 0) {
+	if ((k = reader_from_region(r)) < 0) {
 		fprintf(stderr, SPFX "%s\n", strerror(-k));
 		goto out;
 	}
-	/* Overwrite mode: the oldest sub-buffer still whole comes first. */
-	rb_reader_seek_oldest(r->reader);
-	r->mode = r->rb->mode;
-	r->nsb = 1u << r->rb->nsb_shift;
-	r->clock = r->rb->hdr->clock;
-	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
-	clk_sample(r->clock, &r->c0);
 	char name[192];
 	if (!outdir) {
 		/* make_outdir() adds the date: ringtrace-snapshot-NAME-PID-N-DATE. */
 		snprintf(name, sizeof(name), "snapshot-%s-%d-%u", r->comm, (int)pid, no);
 		r->progname = name;
 	}
-	r->fds = malloc(r->rb->ncpus * sizeof(int));
-	if (!r->fds)
-		goto out;
-	for (uint32_t c = 0; c < r->rb->ncpus; c++)
-		r->fds[c] = -1;
-	if (make_outdir(r) < 0)
+	if (alloc_stream_fds(r) < 0 || make_outdir(r) < 0)
 		goto out;
 	r->progname = r->comm;
 	if (scan)
@@ -1316,15 +1318,7 @@ static int gone(pid_t pid, pid_t child)
 		} else if (kill(pid, 0) < 0 && errno == ESRCH) {
 			return 1;
 		}
-		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		FILE *f = fopen(path, "re");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		const char *rp = strrchr(buf, ')');
-		if (!rp || rp[1] != ' ' || rp[2] != 'Z')
+		if (ctl_proc_state(pid) != 'Z')
 			return 0;
 		struct timespec d = { 0, 10000000 };
 		nanosleep(&d, NULL);

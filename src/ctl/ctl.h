@@ -168,6 +168,8 @@ int ctl_pattern_valid(const char *pat);
 /* Field 22 of /proc/PID/stat (start time in clock ticks), 0 if unknown:
  * with the pid, it names one process for its whole life. */
 uint64_t ctl_proc_start_time(pid_t pid);
+/* Its state letter (field 3: 'R', 'S', 'Z' for a zombie, ...), 0 if none. */
+int ctl_proc_state(pid_t pid);
 
 struct timespec;
 /* futex(2) on a word of the block (shared, not FUTEX_PRIVATE): both sides

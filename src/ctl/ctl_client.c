@@ -218,27 +218,11 @@ int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen)
 	return 0;
 }
 
-/* A zombie (exited, not reaped yet) will never answer. */
-static int zombie(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && rp[2] == 'Z';
-}
-
 static int alive(const struct ctl_handle *h)
 {
 	return !(kill(h->pid, 0) < 0 && errno == ESRCH) && ctl_proc_start_time(h->pid) == h->b->start_time &&
-	       !zombie(h->pid);
+	       /* A zombie (exited, not reaped yet) will never answer. */
+	       ctl_proc_state(h->pid) != 'Z';
 }
 
 static uint64_t now_ms(void)

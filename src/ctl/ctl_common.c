@@ -36,27 +36,42 @@ int ctl_pattern_valid(const char *pat)
 	return 0;
 }
 
-uint64_t ctl_proc_start_time(pid_t pid)
+/* The fields of /proc/PID/stat after the name, in buf; NULL if none. The
+ * name may hold spaces and parentheses: the rest starts after the last ')'. */
+static const char *proc_stat(pid_t pid, char *buf, size_t size)
 {
-	char path[64], buf[1024];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	ssize_t n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
-	/* The name may hold spaces and parentheses: count from the last ')'. */
-	char *p = strrchr(buf, ')');
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+uint64_t ctl_proc_start_time(pid_t pid)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	if (!p)
 		return 0;
-	p++;
-	for (int field = 2; field < 22 && *p; p++)
+	/* p is at field 3 (state); start time is field 22. */
+	for (int field = 3; field < 22 && *p; p++)
 		if (*p == ' ')
 			field++;
 	return strtoull(p, NULL, 10);
+}
+
+int ctl_proc_state(pid_t pid)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
+	return p ? *p : 0;
 }
 
 long ctl_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *timeout)
