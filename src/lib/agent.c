@@ -696,11 +696,12 @@ static void *agent_main(void *arg)
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&ctl->cmd_seq, __ATOMIC_ACQUIRE);
 		if (seq == seen) {
-			/* With stacks, look at the loaded objects a few times a
-			 * second: a dlopen'ed object without tracepoints is
-			 * logged here (the registry logs the others at once). */
+			/* While stacks are captured, look at the loaded objects
+			 * a few times a second: a dlopen'ed object without
+			 * tracepoints is logged here (the registry logs the
+			 * others at once). Otherwise sleep until asked. */
 			struct timespec poll = { 0, 250 * 1000000L };
-			int stacks = cur.rb && cur.rb->stk;
+			int stacks = cur.rb && cur.rb->stk && stack_capturing();
 			ctl_futex(&ctl->cmd_seq, FUTEX_WAIT, seen, stacks ? &poll : NULL);
 			if (stacks)
 				stack_log_maps(cur.rb, 0);

@@ -78,6 +78,11 @@ int stack_attach(struct ringtrace__rb *rb)
  */
 static int unwind_method;            /* 0 until prepared; read by probes */
 
+int stack_capturing(void)
+{
+	return __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE) != 0;
+}
+
 void stack_unwind_prepare(void)
 {
 	if (__atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE))

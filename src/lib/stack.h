@@ -29,6 +29,10 @@ int stack_attach(struct ringtrace__rb *rb);
  * declared with a stack registered while a region is attached. */
 void stack_unwind_prepare(void);
 
+/* Whether stacks can be captured (stack_unwind_prepare() ran): only then
+ * is the log of loaded objects worth keeping up to date between dlopens. */
+int stack_capturing(void);
+
 /* Free what stack_attach() allocated; only once no probe can hold rb. */
 void stack_detach(struct ringtrace__rb *rb);
 
