@@ -71,7 +71,8 @@ struct rec {
 	char **argv;
 	const char *attach_spec;     /* -p PID|NAME */
 	int stacks;                  /* --stacks: every event carries a stack */
-	int flight;                  /* --flight-recorder */
+	int flight;                  /* --flight-recorder (or --snapshot) */
+	int snapshot;                /* -p PID --snapshot: snapshot mode on a running program */
 	const char *snap_on;         /* --snapshot-on */
 	const char *min_interval;    /* --min-interval MS */
 	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
@@ -136,6 +137,7 @@ static void usage(FILE *f)
 		"                        [--mode discard|overwrite] [-e PATTERN]... [--stacks]\n"
 		"                        [--stack-bits N] -- PROGRAM [ARGS...]\n"
 		"       ringtrace record -p PID|NAME [-o DIR]\n"
+		"       ringtrace record -p PID|NAME --snapshot [--snapshot-on EV] [--min-interval MS] [-o DIR]\n"
 		"\n"
 		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
 		"                     it exits, then detach (it runs on unaffected)\n"
@@ -153,8 +155,13 @@ static void usage(FILE *f)
 		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
 		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
 		"                     program is killed, what its buffers hold: DIR/recovered\n"
+		"  --snapshot         snapshot mode: the same as --flight-recorder; with -p, on\n"
+		"                     a running program: its snapshots are enabled (and tracing\n"
+		"                     switched on, in overwrite mode, if it was off) until Ctrl-C\n"
+		"                     or its exit, each one written to DIR/snapshot-N; then the\n"
+		"                     program is left as it was found\n"
 		"  --snapshot-on 'PROVIDER:EVENT [if FIELD OP VALUE]'\n"
-		"                     with --flight-recorder: a snapshot when that event is\n"
+		"                     with --flight-recorder or --snapshot: a snapshot when that event is\n"
 		"                     fired (and the condition on its integer field holds;\n"
 		"                     OP: == != < <= > >=)\n"
 		"  --min-interval MS  at least MS between two triggered snapshots (default 0)\n");
@@ -214,9 +221,11 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
-		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder")) {
-			if (a[2] == 's')
+		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder") || !strcmp(a, "--snapshot")) {
+			if (!strcmp(a, "--stacks"))
 				r->stacks = 1;
+			else if (!strcmp(a, "--snapshot"))
+				r->snapshot = 1;
 			else
 				r->flight = 1;
 			i--;         /* no value */
@@ -294,7 +303,20 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
 			return -1;
 		}
+		if ((r->snap_on || r->min_interval) && !r->snapshot) {
+			fprintf(stderr, PFX "--snapshot-on and --min-interval go with --snapshot (or --flight-recorder)\n");
+			return -1;
+		}
 		return 0;
+	}
+	/* Snapshot mode on a program we start is the flight recorder. */
+	if (r->snapshot && r->flight) {
+		fprintf(stderr, PFX "--snapshot and --flight-recorder are the same: give one\n");
+		return -1;
+	}
+	if (r->snapshot) {
+		r->flight = 1;
+		r->snapshot = 0;
 	}
 	if (i >= argc) {
 		fprintf(stderr, PFX "no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])\n");
@@ -313,7 +335,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	if (r->flight)
 		r->mode = RINGTRACE__MODE_OVERWRITE;
 	if ((r->snap_on || r->min_interval) && !r->flight) {
-		fprintf(stderr, PFX "--snapshot-on and --min-interval go with --flight-recorder\n");
+		fprintf(stderr, PFX "--snapshot-on and --min-interval go with --flight-recorder (or --snapshot)\n");
 		return -1;
 	}
 	r->argv = argv + i;
@@ -952,6 +974,8 @@ static void finish(struct rec *r, int salvage)
 static int record_attach(struct rec *r);
 static int record_flight(struct rec *r);
 
+static int record_attach_snapshot(struct rec *r);
+
 int cmd_record(int argc, char **argv)
 {
 	struct rec r = { 0 };
@@ -961,7 +985,7 @@ int cmd_record(int argc, char **argv)
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
 	if (r.attach_spec)
-		return record_attach(&r);
+		return r.snapshot ? record_attach_snapshot(&r) : record_attach(&r);
 
 	struct rb_params p = { 0 };
 	p.ncpus = rb_possible_cpus();
@@ -1084,9 +1108,11 @@ static void release_reader(struct rec *r)
 
 /* Open the program named by r->attach_spec, switch tracing on if it is
  * off, map its buffers and become their reader. Prints its errors. */
-static int live_attach(struct rec *r, const char *pfx)
+/* Open the control block of the program named by r->attach_spec; Ctrl-C,
+ * SIGTERM and SIGHUP set got_term from now on. Prints its errors. */
+static int live_open(struct rec *r, const char *pfx)
 {
-	char err[512], msg[CTL_MSG];
+	char err[512];
 	pid_t pid;
 	if (ctl_resolve(r->attach_spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &r->ctl, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s%s\n", pfx, err);
@@ -1103,7 +1129,15 @@ static int live_attach(struct rec *r, const char *pfx)
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
 
+static int live_attach(struct rec *r, const char *pfx)
+{
+	char err[512], msg[CTL_MSG];
+	if (live_open(r, pfx) < 0)
+		return -1;
+	pid_t pid = r->child;
 	if (!__atomic_load_n(&r->ctl.b->tracing, __ATOMIC_ACQUIRE)) {
 		int k = ctl_request(&r->ctl, CTL_OP_ON, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0) {
@@ -1326,6 +1360,34 @@ static int gone(pid_t pid, pid_t child)
 	return 0;
 }
 
+/*
+ * One watcher serves a program's snapshot requests: two would both take a
+ * snapshot at each. Claim the block's watcher field (a dead watcher's pid
+ * is taken over). Returns 0, or the live watcher's pid.
+ */
+static pid_t watch_claim(struct ctl_handle *h)
+{
+	uint32_t me = (uint32_t)getpid();
+	for (;;) {
+		uint32_t w = __atomic_load_n(&h->b->watcher, __ATOMIC_ACQUIRE);
+		if (w && w != me && (kill((pid_t)w, 0) == 0 || errno != ESRCH))
+			return (pid_t)w;
+		/* Release: pairs with the acquire load in flight_start(),
+		 * which may start the program now. */
+		if (__atomic_compare_exchange_n(&h->b->watcher, &w, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			ctl_futex(&h->b->watcher, FUTEX_WAKE, INT_MAX, NULL);
+			return 0;
+		}
+	}
+}
+
+static void watch_release(struct ctl_handle *h)
+{
+	uint32_t me = (uint32_t)getpid();
+	if (h->b)
+		__atomic_compare_exchange_n(&h->b->watcher, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child, int *wstatus,
 			  volatile sig_atomic_t *stop, struct ctl_ring *initial)
 {
@@ -1506,12 +1568,18 @@ int cmd_snapshot(int argc, char **argv)
 		sa.sa_handler = on_term;
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
-		if (watch) {
+		pid_t w = watch ? watch_claim(&h) : 0;
+		if (w) {
+			fprintf(stderr, SPFX "process %d: pid %d serves its snapshots already\n", (int)pid, (int)w);
+			status = 1;
+			rmdir(outdir); /* made above, empty */
+		} else if (watch) {
 			if (h.b->snap_state == CTL_SNAP_OFF)
 				fprintf(stderr, SPFX "process %d: snapshots are not enabled, its requests fail until 'ringtrace snapshot-enable %d'\n",
 					(int)pid, (int)pid);
 			int ws = 0;
 			status = snapshot_watch(&h, outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
+			watch_release(&h);
 		}
 		uint64_t t0 = mono_ms();
 		for (long n = 1; n <= count && !got_term; n++) {
@@ -1527,6 +1595,93 @@ int cmd_snapshot(int argc, char **argv)
 		}
 	}
 	ctl_close(&h);
+	return status;
+}
+
+/* One request for record_attach_snapshot(); prints its error. */
+static int snap_request(struct rec *r, uint32_t op, uint64_t a0, uint64_t a1, const char *text, const char *what)
+{
+	char msg[CTL_MSG];
+	int k = ctl_request(&r->ctl, op, a0, a1, text, text ? strlen(text) : 0, 5000, msg, sizeof(msg));
+	if (k < 0 && (kill(r->child, 0) == 0 || errno != ESRCH))
+		fprintf(stderr, PFX "process %d: cannot %s: %s\n", (int)r->child, what, *msg ? msg : strerror(-k));
+	return k;
+}
+
+/*
+ * `ringtrace record -p PID --snapshot`: snapshot mode on a running program,
+ * the flight recorder without a restart. Its snapshots are enabled (and,
+ * if tracing was off, its buffers set to overwrite mode and tracing
+ * switched on), and each snapshot it asks for (ringtrace_snapshot(), the
+ * --snapshot-on trigger, `ringtrace snapshot PID`) is written to
+ * DIR/snapshot-N until Ctrl-C or its exit. Then what we changed is
+ * changed back.
+ */
+static int record_attach_snapshot(struct rec *r)
+{
+	int status = 1, mode_set = 0, enabled = 0, armed = 0, claimed = 0;
+	if (live_open(r, PFX) < 0)
+		goto out;
+	struct ctl_block *b = r->ctl.b;
+	pid_t w = watch_claim(&r->ctl);
+	if (w) {
+		fprintf(stderr, PFX "process %d: pid %d serves its snapshots already\n", (int)r->child, (int)w);
+		goto out;
+	}
+	claimed = 1;
+	if (r->snap_on && b->trigger[0]) {
+		fprintf(stderr, PFX "process %d already has a snapshot trigger ('%.255s'): no --snapshot-on\n",
+			(int)r->child, b->trigger);
+		goto out;
+	}
+	if (!__atomic_load_n(&b->tracing, __ATOMIC_ACQUIRE)) {
+		/* Its next buffers keep the newest events, not the oldest. */
+		if (b->cfg_mode != RINGTRACE__MODE_OVERWRITE) {
+			if (snap_request(r, CTL_OP_BUFFER_SIZE, b->cfg_sb_size * b->cfg_nsb, b->cfg_nsb | 2ull << 32,
+					 NULL, "set overwrite mode") < 0)
+				goto out;
+			mode_set = 1;
+		}
+		if (snap_request(r, CTL_OP_ON, 0, 0, NULL, "switch tracing on") < 0)
+			goto out;
+		r->turned_on = 1;
+	}
+	if (__atomic_load_n(&b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_OFF) {
+		if (snap_request(r, CTL_OP_SNAP_ENABLE, 0, 0, NULL, "enable snapshots") < 0)
+			goto out;
+		enabled = 1;
+	}
+	if (r->snap_on) {
+		uint64_t iv = r->min_interval ? strtoull(r->min_interval, NULL, 10) : 0;
+		if (snap_request(r, CTL_OP_SNAP_TRIGGER, iv, 0, r->snap_on, "arm the trigger") < 0)
+			goto out;
+		armed = 1;
+	}
+	if (make_outdir(r) < 0)
+		goto out;
+	fprintf(stderr, PFX "snapshots of '%s' (pid %d) go to %s; Ctrl-C detaches\n", r->comm, (int)r->child,
+		r->outdir);
+	int ws = 0;
+	status = snapshot_watch(&r->ctl, r->outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
+	if (status == 0 && dir_is_empty(r->outdir) && rmdir(r->outdir) == 0)
+		fprintf(stderr, PFX "no snapshot was taken: %s not kept\n", r->outdir);
+out:
+	if (r->ctl.b && !gone(r->child, 0)) {
+		if (armed)
+			snap_request(r, CTL_OP_SNAP_TRIGGER, 0, 0, "", "disarm the trigger");
+		if (enabled)
+			snap_request(r, CTL_OP_SNAP_DISABLE, 0, 0, NULL, "disable snapshots");
+		if (r->turned_on)
+			snap_request(r, CTL_OP_OFF, 1, 0, NULL, "switch tracing off");
+		if (mode_set)
+			snap_request(r, CTL_OP_BUFFER_SIZE, r->ctl.b->cfg_sb_size * r->ctl.b->cfg_nsb,
+				     r->ctl.b->cfg_nsb | 1ull << 32, NULL, "set discard mode back");
+	}
+	if (claimed)
+		watch_release(&r->ctl);
+	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
+		rmdir(r->outdir);
+	cleanup(r);
 	return status;
 }
 
@@ -1564,8 +1719,7 @@ static int record_flight(struct rec *r)
 			opened = 1;
 			/* Pairs with the acquire load in flight_start(): it
 			 * may start now. */
-			__atomic_store_n(&r->ctl.b->watcher, (uint32_t)getpid(), __ATOMIC_RELEASE);
-			ctl_futex(&r->ctl.b->watcher, FUTEX_WAKE, INT_MAX, NULL);
+			watch_claim(&r->ctl); /* a fresh block: ours */
 			break;
 		}
 		siginfo_t si = { 0 };

@@ -272,6 +272,65 @@ fi
 finish "a trigger armed on a running program (snapshot-enable --snapshot-on) and served by snapshot --watch"
 
 begin
+if have "$FLIGHT" && have "$SERVER"; then
+	# A program with tracing off: record -p --snapshot switches it on and
+	# serves the trigger's snapshots until the program exits.
+	"$FLIGHT" statuses 40000 >ra.out 2>&1 &
+	AP=$!
+	PIDS+=("$AP")
+	sleep 0.2
+	"$RT" record -p $AP --snapshot --snapshot-on 'fl:req if status == 503' -o ra >ra.rec 2>&1
+	eq "recorder status" "$?" 0
+	wait $AP
+	eq "program status" "$?" 0
+	n=$(ls ra 2>/dev/null | grep -c '^snapshot-')
+	[ "$n" -ge 1 ] || { why "no snapshot was triggered"; show ra.rec; }
+	for d in ra/snapshot-*; do
+		[ -d "$d" ] || continue
+		"$RT" dump "$d" >ra.dump 2>&1
+		grep -q 'status=503$' ra.dump || { why "$d holds no 503"; show ra.dump 2; }
+	done
+	# Ctrl-C on a program that runs on: left as it was found (tracing
+	# off, no spare buffers, discard mode, no trigger).
+	"$SERVER" >rb.out 2>&1 &
+	BP=$!
+	PIDS+=("$BP")
+	sleep 0.3
+	"$RT" record -p $BP --snapshot --snapshot-on 'app:request_end if status >= 500' -o rb >rb.rec 2>&1 &
+	RBP=$!
+	PIDS+=("$RBP")
+	for _ in $(seq 100); do "$RT" stat $BP 2>/dev/null | grep -q 'overwrite mode' && break; sleep 0.05; done
+	"$RT" snapshot $BP -o rb1 >rb1.out 2>&1 || { why "a snapshot while record -p --snapshot runs failed"; show rb1.out; }
+	# One watcher at a time: a second one would take each snapshot twice.
+	timeout 10 "$RT" record -p $BP --snapshot -o rb2 >rb2.out 2>&1 && why "a second watcher accepted"
+	grep -q "serves its snapshots already" rb2.out || show rb2.out
+	eq "message lines (second watcher)" "$(wc -l <rb2.out)" 1
+	timeout 10 "$RT" snapshot $BP --watch -o rb2w >rb2w.out 2>&1 && why "a second watcher (snapshot --watch) accepted"
+	[ -e rb2w ] && why "a directory was left by a refused watcher"
+	kill -INT $RBP
+	wait $RBP
+	eq "recorder status after Ctrl-C" "$?" 0
+	"$RT" ps >rb.ps 2>&1
+	grep -E "^ *$BP .* off " rb.ps >/dev/null || { why "tracing was left on"; show rb.ps; }
+	"$RT" snapshot $BP -o rb3 >rb3.out 2>&1 && why "snapshots were left enabled"
+	"$RT" on $BP >/dev/null 2>&1
+	"$RT" stat $BP 2>&1 | grep -q 'discard mode' || why "the program was left in overwrite mode"
+	"$RT" record -p $BP --snapshot --snapshot-on 'app:request_end if status >= 500' -o rb4 >rb4.out 2>&1 &
+	R4=$!
+	PIDS+=("$R4")
+	sleep 0.3
+	kill -INT $R4
+	wait $R4
+	eq "trigger given back (a new recorder may arm one)" "$?" 0
+	kill $BP
+	wait $BP
+	eq "server status" "$?" 0
+	"$RT" record -p 1 --snapshot-on 'a:b' >rb5.out 2>&1
+	eq "status of --snapshot-on without --snapshot" "$?" 2
+fi
+finish "record -p PID --snapshot: the flight recorder on a running program, which is left as it was found"
+
+begin
 if have "$SERVER"; then
 	"$SERVER" >rs.out 2>&1 &
 	RSP=$!
