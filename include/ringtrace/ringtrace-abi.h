@@ -227,6 +227,10 @@ extern RINGTRACE__EXPORT struct ringtrace__rb *ringtrace__rb_current;
 struct ringtrace__tls {
 	uint32_t tid;                /* 0 until the thread's first event */
 	uint32_t nest;
+	/* Nonzero while this thread runs library code that may allocate
+	 * (registration, stack capture, the control thread): the allocation
+	 * tracer (src/mem) does not record the tracer's own allocations. */
+	uint32_t busy;
 };
 extern RINGTRACE__EXPORT __thread struct ringtrace__tls ringtrace__tls
 	__attribute__((tls_model("initial-exec")));

@@ -675,6 +675,7 @@ static void *agent_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "ringtrace-ctl", 0, 0, 0);
+	ringtrace__tls.busy = 1; /* its allocations are the tracer's, not the program's */
 	if (publish_delay_ms) {
 		/* A child that execs or exits at once (fork + exec, a shell
 		 * command) never leaves a block behind. */

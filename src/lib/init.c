@@ -116,6 +116,7 @@ static struct ringtrace__rb *attach_recorder(void **ret_mem, uint64_t *ret_size,
 
 __attribute__((constructor(101))) static void ringtrace_init(void)
 {
+	ringtrace__tls.busy++; /* our allocations are not the program's */
 	rcu_init();
 	void *mem = NULL;
 	uint64_t size = 0;
@@ -123,6 +124,7 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 	struct ringtrace__rb *rb = attach_recorder(&mem, &size, &fd);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	agent_start(rb, mem, size, fd);
+	ringtrace__tls.busy--;
 }
 
 __attribute__((destructor(101))) static void ringtrace_fini(void)

@@ -373,6 +373,7 @@ void ringtrace__register_section(struct ringtrace_event_desc *const *start,
 {
 	if (!start || !stop || stop <= start)
 		return;
+	ringtrace__tls.busy++; /* our allocations are not the program's */
 	pthread_mutex_lock(&lock);
 	struct reg_section *s;
 	for (s = sections; s; s = s->next)
@@ -394,6 +395,7 @@ void ringtrace__register_section(struct ringtrace_event_desc *const *start,
 		stack_log_maps(attached, 0);
 	}
 	pthread_mutex_unlock(&lock);
+	ringtrace__tls.busy--;
 }
 
 void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
@@ -401,6 +403,7 @@ void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
 {
 	if (!start || !stop || stop <= start)
 		return;
+	ringtrace__tls.busy++;
 	pthread_mutex_lock(&lock);
 	for (struct reg_section **pp = &sections; *pp; pp = &(*pp)->next) {
 		struct reg_section *s = *pp;
@@ -416,6 +419,7 @@ void ringtrace__unregister_section(struct ringtrace_event_desc *const *start,
 		break;
 	}
 	pthread_mutex_unlock(&lock);
+	ringtrace__tls.busy--;
 }
 
 /* Every event in id order, so that logs list events as they were assigned. */

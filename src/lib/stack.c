@@ -156,6 +156,8 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	int method = __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE);
 	if (!method)
 		method = RT_UNWIND_FP;
+	/* libunwind may allocate (its per-thread caches): the tracer's. */
+	ringtrace__tls.busy++;
 	if (!thread_ready && method == RT_UNWIND_LIBUNWIND)
 		thread_prepare();
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
@@ -164,6 +166,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		/* Re-entered from a signal handler (-EBUSY), or a thread
 		 * libunwind cannot serve: frame pointers, where there are. */
 		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
+	ringtrace__tls.busy--;
 	if (n <= 0) {
 		errno = saved_errno;
 		return RINGTRACE__STACK_NONE;
