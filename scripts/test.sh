@@ -133,6 +133,9 @@ fi
 if [ -x tests/e2e/stackmap_cli.sh ]; then
 	suite "stackmap command (gcc build)" tests/e2e/stackmap_cli.sh build
 fi
+if [ -x tests/e2e/mem.sh ]; then
+	suite "allocation tracer (gcc build)" tests/e2e/mem.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
@@ -148,6 +151,10 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 SNAP_EVENTS=100000 SNAP_SANITIZER=1 tests/e2e/snapshot.sh build-asan
 		[ -x tests/e2e/live.sh ] && suite "live control end-to-end (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 LIVE_SANITIZER=1 tests/e2e/live.sh build-asan
+		# The command under ASan; the traced programs and the preloaded
+		# library from the plain build (a sanitizer runtime must load first).
+		[ -x tests/e2e/mem.sh ] && suite "allocation tracer (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem.sh build-asan
 	fi
 fi
 

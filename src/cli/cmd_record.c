@@ -73,6 +73,8 @@ struct rec {
 	int stacks;                  /* --stacks: every event carries a stack */
 	int flight;                  /* --flight-recorder (or --snapshot) */
 	int snapshot;                /* -p PID --snapshot: snapshot mode on a running program */
+	int memtrace;                /* --mem: the allocation tracer is preloaded */
+	char memlib[PATH_MAX];       /* its path */
 	const char *snap_on;         /* --snapshot-on */
 	const char *min_interval;    /* --min-interval MS */
 	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
@@ -151,6 +153,9 @@ static void usage(FILE *f)
 		"  --stacks           every event carries the stack that fired it (a 4-byte id\n"
 		"                     in the stack map saved under DIR/stacks)\n"
 		"  --stack-bits N     the stack map holds 2^N stacks, N from 10 to 18 (default 14)\n"
+		"  --mem              trace every allocation and free (malloc, C++ new/delete,\n"
+		"                     anonymous mmap) with the preloaded libringtrace-malloc.so;\n"
+		"                     no rebuild: 'ringtrace report DIR' reads the trace\n"
 		"  --flight-recorder  trace into the program's own buffers in overwrite mode and\n"
 		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
 		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
@@ -201,6 +206,42 @@ static int add_pattern(struct rec *r, const char *pat)
 	return 0;
 }
 
+/*
+ * The allocation tracer: $RINGTRACE_MALLOC_LIB, or ../lib/ beside this
+ * command (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Prints why
+ * not found.
+ */
+static int find_memlib(char *out, size_t size)
+{
+	const char *env = getenv("RINGTRACE_MALLOC_LIB");
+	char exe[PATH_MAX];
+	ssize_t n;
+	if (env && *env) {
+		snprintf(out, size, "%s", env);
+	} else if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = 0;
+		static const char rel[] = "/../lib/libringtrace-malloc.so";
+		size_t n1 = strlen(exe);
+		if (n1 + sizeof(rel) <= size) {
+			memcpy(out, exe, n1);
+			memcpy(out + n1, rel, sizeof(rel));
+		} else {
+			out[0] = 0;
+		}
+	} else {
+		out[0] = 0;
+	}
+	if (!out[0] || access(out, R_OK) < 0) {
+		fprintf(stderr, PFX "--mem: cannot find libringtrace-malloc.so (%s; set RINGTRACE_MALLOC_LIB)\n",
+			out[0] ? out : "no path");
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(struct rec *r, int argc, char **argv)
 {
 	r->buf_size = (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB;
@@ -221,9 +262,12 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
-		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder") || !strcmp(a, "--snapshot")) {
+		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder") || !strcmp(a, "--snapshot") ||
+		    !strcmp(a, "--mem")) {
 			if (!strcmp(a, "--stacks"))
 				r->stacks = 1;
+			else if (!strcmp(a, "--mem"))
+				r->memtrace = 1;
 			else if (!strcmp(a, "--snapshot"))
 				r->snapshot = 1;
 			else
@@ -299,6 +343,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			return -1;
 		}
 		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD || r->stacks || r->stack_bits || r->flight ||
+		    r->memtrace ||
 		    r->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB || r->nsb != RB_DEFAULT_NSB) {
 			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
 			return -1;
@@ -340,6 +385,8 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	}
 	r->argv = argv + i;
 	r->progname = r->argv[0];
+	if (r->memtrace && find_memlib(r->memlib, sizeof(r->memlib)) < 0)
+		return -1;
 	return 0;
 }
 
@@ -787,6 +834,15 @@ static int start_child(struct rec *r)
 			if (r->min_interval)
 				setenv("RINGTRACE_SNAPSHOT_INTERVAL", r->min_interval, 1);
 		}
+		if (r->memtrace) {
+			/* First, so that its definitions come before the
+			 * allocator's (which RTLD_NEXT then finds). */
+			const char *old = getenv("LD_PRELOAD");
+			char pre[PATH_MAX + 4096];
+			snprintf(pre, sizeof(pre), "%s%s%s", r->memlib, old && *old ? ":" : "", old ? old : "");
+			setenv("LD_PRELOAD", pre, 1);
+			setenv("RINGTRACE_MEM", "1", 1);
+		}
 		execvp(r->argv[0], r->argv);
 		int e = errno;
 		if (write(errpipe[1], &e, sizeof(e)) < 0) {
@@ -906,7 +962,9 @@ static int save_stacks(struct rec *r)
 		fprintf(stderr, PFX "the program's stack map is damaged (%s): stacks not saved\n", strerror(-k));
 		return -1;
 	}
-	if (st.entries == 0 && st.drops == 0)
+	/* An allocation trace keeps the objects even without stacks: its
+	 * call sites are symbolised with them. */
+	if (st.entries == 0 && st.drops == 0 && !r->memtrace)
 		return 0;
 	struct rt_map *maps = NULL;
 	size_t nmaps = 0;

@@ -27,6 +27,8 @@ static const struct {
 	{ "snapshot-disable", cmd_snapshot_disable, "free a running program's spare buffers" },
 	{ "snapshot", cmd_snapshot, "write a running program's buffers as a trace; tracing goes on" },
 	{ "recover", cmd_recover, "write what a program's buffers (or a copy of them) hold as a trace" },
+	{ "mem", cmd_mem, "record a program's allocations with stacks and print the report" },
+	{ "report", cmd_report, "allocation report of a trace: call sites, leaks, errors" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
 };
 

@@ -1,0 +1,25 @@
+# The allocation tracer: libringtrace-malloc.so, loaded with LD_PRELOAD by
+# `ringtrace record --mem` (src/mem/memtrace.c). It links with
+# libringtrace.so, found next to it ($ORIGIN), so that a program with its
+# own tracepoints shares one library and one set of buffers.
+MEMLIB := $(O)/lib/libringtrace-malloc.so
+all: $(MEMLIB)
+
+# -fexceptions: a std::bad_alloc from the real operator new unwinds through
+# the wrappers. Frame pointers: stacks captured in the wrappers walk them.
+$(MEMLIB): src/mem/memtrace.c src/mem/mem_family.h $(LIBSO) include/ringtrace/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fexceptions -fno-omit-frame-pointer -fvisibility=hidden -shared \
+	    -o $@ $< $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
+
+# The test programs of the allocation tracer are ordinary programs: not
+# linked with libringtrace (the tracer needs no rebuild).
+$(O)/tests/e2e/memprog: tests/e2e/progs/memprog.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lpthread
+
+$(O)/tests/e2e/memcxx: tests/e2e/progs/memcxx.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(filter-out -std=gnu11 -Wstrict-prototypes -Wmissing-prototypes,$(CFLAGS)) \
+	    -std=gnu++17 -o $@ $< $(LDFLAGS) -lpthread
+tests-build: $(O)/tests/e2e/memcxx

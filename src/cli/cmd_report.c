@@ -1,0 +1,1067 @@
+/*
+ * cmd_report.c - `ringtrace report DIR` (kmemtrace-report for user space)
+ * and `ringtrace mem -- PROGRAM` (record with the allocation tracer and
+ * stacks, then report).
+ *
+ * The report replays the mem:* events of a trace in time order
+ * (src/mem/mem_family.h): a table of blocks by address gives each free its
+ * allocation, so frees, leaks, cross-CPU and cross-thread frees and
+ * errors (unknown pointer, double free, mismatched family, realloc of a
+ * freed block) are attributed to call sites. It needs nothing but the
+ * trace: call sites are symbolised with the objects saved in
+ * TRACE/stacks/maps (build ids checked).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "mem/mem_family.h"
+#include "read/format.h"
+#include "read/reader.h"
+#include "stackmap/stack_files.h"
+#include "sym/symbolize.h"
+
+#define PFX "ringtrace report: "
+#define STACK_NONE 0xffffffffu
+
+/* ---- what the events say ------------------------------------------------- */
+
+enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
+
+/* Where each field sits in an event class's payload (-1: absent). */
+struct ev_plan {
+	const struct rd_event_class *ec;
+	int kind;
+	int ptr, old_ptr, site, size, old_size, usable, family, align, stack_id;
+};
+
+struct blk {
+	uint64_t ptr;
+	uint64_t size, usable;
+	uint64_t site;
+	uint32_t stack;
+	uint32_t tid;
+	uint32_t cpu;
+	uint8_t fam;                 /* enum mem_alloc_family */
+	uint8_t state;               /* B_LIVE, B_FREED */
+	uint64_t free_site;          /* B_FREED: who freed it */
+	uint8_t free_fam;
+};
+enum { B_EMPTY, B_LIVE, B_FREED };
+
+/* Per call site (or per stack): what was allocated there and what became
+ * of it. */
+struct agg {
+	uint64_t key;
+	uint64_t allocs, frees, failed;
+	uint64_t req, usable;
+	uint64_t live_n, live_req, live_usable;
+	uint64_t xcpu, xthread;
+	uint64_t fams;               /* bit per family */
+	uint64_t site;               /* a call site (for stacks: the first seen) */
+	char *name;                  /* symbolised, at the end */
+};
+
+struct aggtab {
+	struct agg *v;
+	size_t n, cap;
+	size_t *slot;                /* open addressing: index + 1, 0 empty */
+	size_t nslot;
+};
+
+enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
+static const char *const err_name[E_COUNT] = {
+	"free of an unknown pointer", "double free", "mismatched free", "realloc of a freed block",
+	"realloc of an unknown pointer",
+};
+
+/* Errors grouped by kind and the call sites involved. */
+struct err {
+	int kind;
+	uint64_t site_alloc, site_free, site_again;
+	uint8_t fam_alloc, fam_free;
+	uint64_t count;
+	uint64_t ptr;                /* the first one */
+	int64_t ns;
+};
+
+struct report {
+	/* options */
+	int by;                      /* 0 callsite, 1 stack, 2 function */
+	int sort;
+	long top;
+	int json;
+	const char *debug_dir;
+
+	struct ev_plan *plans;
+	size_t nplans;
+
+	struct blk *blk;
+	size_t nblk, capblk;         /* open addressing on ptr, power of two */
+
+	struct aggtab sites, stacks;
+	struct err *errs;
+	size_t nerrs;
+	uint64_t err_total[E_COUNT];
+
+	uint64_t allocs, frees, failed, reallocs;
+	uint64_t req, usable;
+	uint64_t live_req, live_usable, live_n;
+	uint64_t peak_req, peak_usable;
+	int64_t peak_ns, t0_ns, t_end_ns;
+	int have_t0;
+	uint64_t xcpu, xthread, frees_known;
+	uint64_t pages_live, pages_peak, mmaps, munmaps;
+	uint64_t lost;
+	uint64_t events;
+	int has_stacks;
+};
+
+enum { SORT_REQ, SORT_ALLOCS, SORT_FREES, SORT_USABLE, SORT_FRAG, SORT_LEAKED, SORT_XCPU };
+
+/* ---- tables -------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
+{
+	if (create && (r->nblk + 1) * 4 > r->capblk * 3) {
+		size_t cap = r->capblk ? r->capblk * 2 : 1u << 16;
+		struct blk *nb = calloc(cap, sizeof(*nb));
+		if (!nb)
+			return NULL;
+		for (size_t i = 0; i < r->capblk; i++) {
+			if (r->blk[i].state == B_EMPTY)
+				continue;
+			size_t j = mix(r->blk[i].ptr) & (cap - 1);
+			while (nb[j].state != B_EMPTY)
+				j = (j + 1) & (cap - 1);
+			nb[j] = r->blk[i];
+		}
+		free(r->blk);
+		r->blk = nb;
+		r->capblk = cap;
+	}
+	if (!r->capblk)
+		return NULL;
+	size_t j = mix(ptr) & (r->capblk - 1);
+	while (r->blk[j].state != B_EMPTY) {
+		if (r->blk[j].ptr == ptr)
+			return &r->blk[j];
+		j = (j + 1) & (r->capblk - 1);
+	}
+	if (!create)
+		return NULL;
+	r->nblk++;
+	memset(&r->blk[j], 0, sizeof(r->blk[j]));
+	r->blk[j].ptr = ptr;
+	r->blk[j].state = B_FREED; /* the caller sets it */
+	return &r->blk[j];
+}
+
+static struct agg *agg_get(struct aggtab *t, uint64_t key)
+{
+	if ((t->n + 1) * 2 > t->nslot) {
+		size_t ns = t->nslot ? t->nslot * 2 : 1024;
+		size_t *s = calloc(ns, sizeof(*s));
+		if (!s)
+			return NULL;
+		for (size_t i = 0; i < t->n; i++) {
+			size_t j = mix(t->v[i].key) & (ns - 1);
+			while (s[j])
+				j = (j + 1) & (ns - 1);
+			s[j] = i + 1;
+		}
+		free(t->slot);
+		t->slot = s;
+		t->nslot = ns;
+	}
+	size_t j = mix(key) & (t->nslot - 1);
+	while (t->slot[j]) {
+		if (t->v[t->slot[j] - 1].key == key)
+			return &t->v[t->slot[j] - 1];
+		j = (j + 1) & (t->nslot - 1);
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct agg *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		t->v = v;
+		t->cap = cap;
+	}
+	struct agg *a = &t->v[t->n];
+	memset(a, 0, sizeof(*a));
+	a->key = key;
+	t->slot[j] = ++t->n;
+	return a;
+}
+
+static void aggtab_free(struct aggtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].name);
+	free(t->v);
+	free(t->slot);
+}
+
+static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64_t sa, uint8_t fa, uint64_t sf,
+		    uint8_t ff, uint64_t sg)
+{
+	r->err_total[kind]++;
+	for (size_t i = 0; i < r->nerrs; i++) {
+		struct err *e = &r->errs[i];
+		if (e->kind == kind && e->site_alloc == sa && e->site_free == sf && e->site_again == sg &&
+		    e->fam_alloc == fa && e->fam_free == ff) {
+			e->count++;
+			return;
+		}
+	}
+	if (r->nerrs >= 4096)
+		return; /* counted in err_total */
+	if ((r->nerrs & (r->nerrs - 1)) == 0 || r->nerrs == 0) {
+		struct err *v = realloc(r->errs, (r->nerrs ? r->nerrs * 2 : 8) * sizeof(*v));
+		if (!v)
+			return;
+		r->errs = v;
+	}
+	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, 1, ptr, ns };
+}
+
+/* ---- replay -------------------------------------------------------------- */
+
+static int field_index(const struct rd_value *f, const char *name)
+{
+	for (uint32_t i = 0; f && i < f->sub.n; i++)
+		if (f->sub.v[i].name && !strcmp(rd_display_name(f->sub.v[i].name), name))
+			return (int)i;
+	return -1;
+}
+
+static const struct ev_plan *plan_for(struct report *r, const struct rd_item *it)
+{
+	for (size_t i = 0; i < r->nplans; i++)
+		if (r->plans[i].ec == it->ec)
+			return &r->plans[i];
+	struct ev_plan *v = realloc(r->plans, (r->nplans + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	r->plans = v;
+	struct ev_plan *p = &v[r->nplans++];
+	const char *n = it->ec->name ? it->ec->name : "";
+	const struct rd_value *f = it->fields;
+	p->ec = it->ec;
+	p->kind = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? K_ALLOC :
+		  !strcmp(n, "mem:free") ? K_FREE :
+		  !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? K_REALLOC :
+		  !strcmp(n, "mem:mmap") ? K_MMAP :
+		  !strcmp(n, "mem:munmap") ? K_MUNMAP :
+		  !strcmp(n, "mem:mremap") ? K_MREMAP : K_NONE;
+	p->ptr = field_index(f, "ptr");
+	p->old_ptr = field_index(f, "old_ptr");
+	p->site = field_index(f, "site");
+	p->size = field_index(f, "size");
+	p->old_size = field_index(f, "old_size");
+	p->usable = field_index(f, "usable");
+	p->family = field_index(f, "family");
+	p->align = field_index(f, "align_log2");
+	p->stack_id = field_index(f, "stack_id");
+	/* A class of that name without the fields it needs is not ours. */
+	if (p->kind != K_NONE && (p->ptr < 0 || p->site < 0 ||
+				  ((p->kind == K_REALLOC || p->kind == K_MREMAP) && p->old_ptr < 0) ||
+				  ((p->kind == K_ALLOC || p->kind == K_REALLOC) && (p->size < 0 || p->family < 0))))
+		p->kind = K_NONE;
+	return p;
+}
+
+static uint64_t fval(const struct rd_value *f, int i)
+{
+	return i >= 0 && (uint32_t)i < f->sub.n ? f->sub.v[i].u : 0;
+}
+
+static void heap_moved(struct report *r, int64_t ns)
+{
+	if (r->live_req > r->peak_req) {
+		r->peak_req = r->live_req;
+		r->peak_usable = r->live_usable;
+		r->peak_ns = ns;
+	}
+}
+
+static void do_alloc(struct report *r, const struct rd_item *it, uint64_t ptr, uint64_t size, uint64_t usable,
+		     uint64_t site, uint32_t stack, unsigned fam)
+{
+	struct agg *a = agg_get(&r->sites, site);
+	struct agg *s = r->has_stacks ? agg_get(&r->stacks, stack) : NULL;
+	if (!ptr) {
+		r->failed++;
+		if (a) {
+			a->failed++;
+			a->fams |= 1ull << (fam & 63);
+		}
+		if (s) {
+			s->failed++;
+			s->fams |= 1ull << (fam & 63);
+		}
+		return;
+	}
+	struct blk *b = blk_find(r, ptr, 1);
+	if (!b)
+		return;
+	if (b->state == B_LIVE) {
+		/* Handed out again without a free we saw (a free racing with
+		 * a realloc that moved, in another thread): the old block is
+		 * gone. */
+		r->live_req -= b->size;
+		r->live_usable -= b->usable;
+		r->live_n--;
+		struct agg *oa = agg_get(&r->sites, b->site);
+		if (oa) {
+			oa->live_n--;
+			oa->live_req -= b->size;
+			oa->live_usable -= b->usable;
+		}
+		struct agg *os = r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL;
+		if (os) {
+			os->live_n--;
+			os->live_req -= b->size;
+			os->live_usable -= b->usable;
+		}
+	}
+	b->state = B_LIVE;
+	b->size = size;
+	b->usable = usable < size ? size : usable;
+	b->site = site;
+	b->stack = stack;
+	b->tid = it->tid;
+	b->cpu = it->cpu;
+	b->fam = (uint8_t)fam;
+	r->allocs++;
+	r->req += size;
+	r->usable += b->usable;
+	r->live_req += size;
+	r->live_usable += b->usable;
+	r->live_n++;
+	struct agg *t[2] = { a, s };
+	for (int i = 0; i < 2; i++) {
+		if (!t[i])
+			continue;
+		t[i]->allocs++;
+		t[i]->req += size;
+		t[i]->usable += b->usable;
+		t[i]->live_n++;
+		t[i]->live_req += size;
+		t[i]->live_usable += b->usable;
+		t[i]->fams |= 1ull << (fam & 63);
+		if (!t[i]->site)
+			t[i]->site = site;
+	}
+	heap_moved(r, it->ns);
+}
+
+/* A free (or the freeing half of a realloc) of ptr at `site`. Returns 1
+ * when the block was live. */
+static int do_free(struct report *r, const struct rd_item *it, uint64_t ptr, uint64_t site, unsigned ffam,
+		   int realloc_)
+{
+	struct blk *b = blk_find(r, ptr, 0);
+	if (!b) {
+		add_err(r, realloc_ ? E_REALLOC_UNKNOWN : E_UNKNOWN, ptr, it->ns, 0, 0, site, (uint8_t)ffam, 0);
+		return 0;
+	}
+	if (b->state == B_FREED) {
+		add_err(r, realloc_ ? E_REALLOC_FREED : E_DOUBLE, ptr, it->ns, b->site, b->fam, b->free_site,
+			b->free_fam, site);
+		return 0;
+	}
+	if (!realloc_ && mem_alloc_class(b->fam) != mem_free_class(ffam))
+		add_err(r, E_MISMATCH, ptr, it->ns, b->site, b->fam, site, (uint8_t)ffam, 0);
+	r->frees++;
+	r->frees_known++;
+	r->live_req -= b->size;
+	r->live_usable -= b->usable;
+	r->live_n--;
+	int xc = b->cpu != it->cpu, xt = b->tid && it->tid && b->tid != it->tid;
+	r->xcpu += xc;
+	r->xthread += xt;
+	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
+	for (int i = 0; i < 2; i++) {
+		if (!t[i])
+			continue;
+		t[i]->frees++;
+		t[i]->live_n--;
+		t[i]->live_req -= b->size;
+		t[i]->live_usable -= b->usable;
+		t[i]->xcpu += xc;
+		t[i]->xthread += xt;
+	}
+	b->state = B_FREED;
+	b->free_site = site;
+	b->free_fam = (uint8_t)ffam;
+	return 1;
+}
+
+static void replay(struct report *r, const struct rd_item *it)
+{
+	const struct ev_plan *p = plan_for(r, it);
+	if (!p || p->kind == K_NONE || !it->fields)
+		return;
+	const struct rd_value *f = it->fields;
+	if (!r->have_t0) {
+		r->t0_ns = it->ns;
+		r->have_t0 = 1;
+	}
+	r->t_end_ns = it->ns;
+	r->events++;
+	uint64_t ptr = fval(f, p->ptr), site = fval(f, p->site);
+	uint32_t stack = p->stack_id >= 0 ? (uint32_t)fval(f, p->stack_id) : STACK_NONE;
+	switch (p->kind) {
+	case K_ALLOC:
+		do_alloc(r, it, ptr, fval(f, p->size), fval(f, p->usable), site, stack, (unsigned)fval(f, p->family));
+		break;
+	case K_FREE:
+		do_free(r, it, ptr, site, (unsigned)fval(f, p->family), 0);
+		break;
+	case K_REALLOC: {
+		uint64_t old = fval(f, p->old_ptr), size = fval(f, p->size);
+		r->reallocs++;
+		if (!ptr && size) {
+			/* Failed: the old block stays. */
+			do_alloc(r, it, 0, size, 0, site, stack, (unsigned)fval(f, p->family));
+			break;
+		}
+		if (old)
+			do_free(r, it, old, site, MEM_F_FREE, 1);
+		if (ptr)
+			do_alloc(r, it, ptr, size, fval(f, p->usable), site, stack, (unsigned)fval(f, p->family));
+		break;
+	}
+	case K_MMAP: {
+		uint64_t size = fval(f, p->size);
+		r->mmaps++;
+		r->pages_live += size;
+		if (r->pages_live > r->pages_peak)
+			r->pages_peak = r->pages_live;
+		do_alloc(r, it, ptr, size, size, site, stack, MEM_A_MMAP);
+		break;
+	}
+	case K_MUNMAP: {
+		/* Only a whole mapping we saw made: file mappings and partial
+		 * unmaps are not allocations. */
+		struct blk *b = blk_find(r, ptr, 0);
+		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES &&
+		    b->size == fval(f, p->size)) {
+			r->munmaps++;
+			r->pages_live -= b->size;
+			do_free(r, it, ptr, site, MEM_F_MUNMAP, 0);
+		}
+		break;
+	}
+	case K_MREMAP: {
+		uint64_t old = fval(f, p->old_ptr);
+		struct blk *b = blk_find(r, old, 0);
+		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES) {
+			r->pages_live -= b->size;
+			do_free(r, it, old, site, MEM_F_MUNMAP, 1);
+			uint64_t size = fval(f, p->size);
+			r->pages_live += size;
+			if (r->pages_live > r->pages_peak)
+				r->pages_peak = r->pages_live;
+			do_alloc(r, it, ptr, size, size, site, stack, MEM_A_MREMAP);
+		}
+		break;
+	}
+	}
+}
+
+/* ---- symbols ------------------------------------------------------------- */
+
+static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debug_dir)
+{
+	struct sym_ctx *ctx = NULL;
+	if (!sf->nmaps || sym_ctx_new(debug_dir, &ctx) < 0)
+		return NULL;
+	for (size_t i = 0; i < sf->nmaps; i++) {
+		const struct rt_map *m = &sf->maps[i];
+		if (m->start < m->end)
+			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
+					      m->end);
+	}
+	return ctx;
+}
+
+/* "function+0xoff (file:line)", "object+0xoff" or "0xaddr". `site` is a
+ * return address: its line is the call's (site - 1). fn_only: the
+ * function's name alone (for --by function). */
+static char *site_name(struct sym_ctx *ctx, uint64_t site, int fn_only)
+{
+	char buf[SYM_NAME_MAX + PATH_MAX + 64];
+	struct sym_result s;
+	if (site && ctx && sym_resolve(ctx, site - 1, &s) == 0) {
+		const char *obj = s.object ? strrchr(s.object, '/') : NULL;
+		obj = obj ? obj + 1 : s.object ? s.object : "?";
+		if (s.has_function && fn_only)
+			snprintf(buf, sizeof(buf), "%s", s.function);
+		else if (s.has_function && s.file)
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64 " (%s:%d)", s.function, s.offset + 1, s.file, s.line);
+		else if (s.has_function)
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64 " (%s)", s.function, s.offset + 1, obj);
+		else
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, obj, s.object_offset + 1);
+	} else {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, site);
+	}
+	return strdup(buf);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static double frag(uint64_t req, uint64_t usable)
+{
+	return usable ? 100.0 * (double)(usable - req) / (double)usable : 0.0;
+}
+
+static int g_sort;
+
+static uint64_t sort_key(const struct agg *a)
+{
+	switch (g_sort) {
+	case SORT_ALLOCS: return a->allocs;
+	case SORT_FREES: return a->frees;
+	case SORT_USABLE: return a->usable;
+	case SORT_FRAG: return (uint64_t)(frag(a->req, a->usable) * 1000);
+	case SORT_LEAKED: return a->live_req;
+	case SORT_XCPU: return a->xcpu;
+	default: return a->req;
+	}
+}
+
+static int cmp_agg(const void *x, const void *y)
+{
+	const struct agg *a = x, *b = y;
+	uint64_t ka = sort_key(a), kb = sort_key(b);
+	if (ka != kb)
+		return ka > kb ? -1 : 1;
+	if (a->allocs != b->allocs)
+		return a->allocs > b->allocs ? -1 : 1;
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static int cmp_leak(const void *x, const void *y)
+{
+	const struct agg *a = x, *b = y;
+	if (a->live_req != b->live_req)
+		return a->live_req > b->live_req ? -1 : 1;
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Merge rows with the same name (--by function). */
+static void merge_by_name(struct aggtab *t)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j;
+		for (j = 0; j < w; j++)
+			if (!strcmp(t->v[j].name, t->v[i].name))
+				break;
+		if (j == w) {
+			t->v[w++] = t->v[i];
+			continue;
+		}
+		struct agg *d = &t->v[j], *s = &t->v[i];
+		d->allocs += s->allocs;
+		d->frees += s->frees;
+		d->failed += s->failed;
+		d->req += s->req;
+		d->usable += s->usable;
+		d->live_n += s->live_n;
+		d->live_req += s->live_req;
+		d->live_usable += s->live_usable;
+		d->xcpu += s->xcpu;
+		d->xthread += s->xthread;
+		d->fams |= s->fams;
+		free(s->name);
+	}
+	t->n = w;
+}
+
+static void fams_text(uint64_t fams, char *buf, size_t len)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (unsigned f = 1; f < MEM_A_MAX && k + 1 < len; f++)
+		if (fams & (1ull << f))
+			k += (size_t)snprintf(buf + k, len - k, "%s%s", k ? "," : "", mem_alloc_name(f));
+	if (k >= len)
+		buf[len - 1] = 0;
+}
+
+/* A frame of libringtrace-malloc.so (its wrappers and event functions). */
+static int own_frame(struct sym_ctx *ctx, uint64_t ip)
+{
+	struct sym_result s;
+	if (!ctx || sym_resolve(ctx, ip - 1, &s) < 0 || !s.object)
+		return 0;
+	const char *base = strrchr(s.object, '/');
+	base = base ? base + 1 : s.object;
+	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
+}
+
+static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
+{
+	const struct stackmap_stack *st = NULL;
+	size_t lo = 0, hi = sf->nstacks;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sf->stacks[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sf->nstacks && sf->stacks[lo].id == id)
+		st = &sf->stacks[lo];
+	if (!st) {
+		fprintf(o, "%s(stack %u not in the trace's map)\n", indent, id);
+		return;
+	}
+	/* The stack was captured inside the tracer's wrapper (malloc, new):
+	 * start at its caller. */
+	uint32_t first = 0;
+	while (first + 1 < st->depth && own_frame(ctx, st->ips[first]))
+		first++;
+	for (uint32_t i = first; i < st->depth; i++) {
+		char *n = site_name(ctx, st->ips[i], 0);
+		fprintf(o, "%s%s\n", indent, n ? n : "?");
+		free(n);
+	}
+}
+
+static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sym_ctx *ctx,
+		       const struct stack_files *sf, const char *dir)
+{
+	static const char *const by_name[] = { "call site", "stack", "function" };
+	double secs = r->have_t0 ? (double)(r->t_end_ns - r->t0_ns) / 1e9 : 0;
+	fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
+	fprintf(o, "Totals\n");
+	fprintf(o, "  allocations          %" PRIu64 " (%" PRIu64 " failed)\n", r->allocs, r->failed);
+	fprintf(o, "  frees                %" PRIu64 "\n", r->frees);
+	fprintf(o, "  reallocs             %" PRIu64 "\n", r->reallocs);
+	fprintf(o, "  bytes requested      %" PRIu64 "\n", r->req);
+	fprintf(o, "  bytes allocated      %" PRIu64 "\n", r->usable);
+	fprintf(o, "  fragmentation        %.2f%%\n", frag(r->req, r->usable));
+	fprintf(o, "  peak heap            %" PRIu64 " bytes requested, %" PRIu64 " allocated, at %.6f s\n",
+		r->peak_req, r->peak_usable, r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
+	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks\n", r->live_req, r->live_n);
+	fprintf(o, "  cross-CPU frees      %" PRIu64 " (%.2f%%)\n", r->xcpu,
+		r->frees_known ? 100.0 * (double)r->xcpu / (double)r->frees_known : 0.0);
+	fprintf(o, "  cross-thread frees   %" PRIu64 " (%.2f%%)\n", r->xthread,
+		r->frees_known ? 100.0 * (double)r->xthread / (double)r->frees_known : 0.0);
+	if (r->mmaps)
+		fprintf(o, "  pages (mmap)         %" PRIu64 " maps, %" PRIu64 " unmapped, peak %" PRIu64 " bytes\n",
+			r->mmaps, r->munmaps, r->pages_peak);
+	uint64_t nerr = 0;
+	for (int k = 0; k < E_COUNT; k++)
+		nerr += r->err_total[k];
+	fprintf(o, "  errors               %" PRIu64 "\n", nerr);
+	if (r->lost)
+		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
+
+	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
+	fprintf(o, "\nBy %s (top %zu of %zu)\n", by_name[r->by], n, rows->n);
+	fprintf(o, "%10s %10s %14s %14s %6s %12s %8s %8s %8s  %s\n", "ALLOCS", "FREES", "REQUESTED", "ALLOCATED",
+		"FRAG%", "LEAKED", "BLOCKS", "XCPU", "XTHREAD", r->by == 1 ? "STACK (allocator's caller)" : "SITE");
+	for (size_t i = 0; i < n; i++) {
+		const struct agg *a = &rows->v[i];
+		char fams[128];
+		fams_text(a->fams, fams, sizeof(fams));
+		fprintf(o, "%10" PRIu64 " %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %6.2f %12" PRIu64 " %8" PRIu64
+			   " %8" PRIu64 " %8" PRIu64 "  %s [%s]\n",
+			a->allocs, a->frees, a->req, a->usable, frag(a->req, a->usable), a->live_req, a->live_n, a->xcpu,
+			a->xthread, a->name, fams);
+		if (r->by == 1 && a->key != STACK_NONE)
+			print_stack(o, ctx, sf, (uint32_t)a->key, "            ");
+	}
+
+	/* Leaks, biggest first, with their stacks when the trace has them. */
+	struct aggtab *lt = r->has_stacks ? &r->stacks : &r->sites;
+	struct agg *leaks = malloc((lt->n ? lt->n : 1) * sizeof(*leaks));
+	size_t nl = 0;
+	for (size_t i = 0; leaks && i < lt->n; i++)
+		if (lt->v[i].live_n)
+			leaks[nl++] = lt->v[i];
+	if (nl) {
+		qsort(leaks, nl, sizeof(*leaks), cmp_leak);
+		size_t m = r->top > 0 && (size_t)r->top < nl ? (size_t)r->top : nl;
+		fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
+		for (size_t i = 0; i < m; i++) {
+			char *sn = site_name(ctx, leaks[i].site, 0);
+			fprintf(o, "  %" PRIu64 " bytes in %" PRIu64 " blocks allocated at %s\n", leaks[i].live_req,
+				leaks[i].live_n, sn ? sn : "?");
+			free(sn);
+			if (r->has_stacks && leaks[i].key != STACK_NONE)
+				print_stack(o, ctx, sf, (uint32_t)leaks[i].key, "      ");
+		}
+	}
+	free(leaks);
+
+	if (nerr) {
+		fprintf(o, "\nErrors\n");
+		for (int k = 0; k < E_COUNT; k++) {
+			if (!r->err_total[k])
+				continue;
+			fprintf(o, "  %s: %" PRIu64 "\n", err_name[k], r->err_total[k]);
+			for (size_t i = 0; i < r->nerrs; i++) {
+				const struct err *e = &r->errs[i];
+				if (e->kind != k)
+					continue;
+				char *sa = site_name(ctx, e->site_alloc, 0), *sf_ = site_name(ctx, e->site_free, 0),
+				     *sg = site_name(ctx, e->site_again, 0);
+				fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
+				if (k == E_UNKNOWN || k == E_REALLOC_UNKNOWN)
+					fprintf(o, "%s at %s\n", k == E_UNKNOWN ? mem_free_name(e->fam_free) : "realloc",
+						sf_);
+				else if (k == E_MISMATCH)
+					fprintf(o, "%s at %s, %s at %s\n", mem_alloc_name(e->fam_alloc), sa,
+						mem_free_name(e->fam_free), sf_);
+				else
+					fprintf(o, "%s at %s, %s at %s, %s again at %s\n", mem_alloc_name(e->fam_alloc), sa,
+						mem_free_name(e->fam_free), sf_, k == E_DOUBLE ? "freed" : "realloc'ed", sg);
+				free(sa);
+				free(sf_);
+				free(sg);
+			}
+		}
+	}
+}
+
+static void json_num(FILE *o, const char *k, uint64_t v, int comma)
+{
+	fprintf(o, "\"%s\": %" PRIu64 "%s", k, v, comma ? ", " : "");
+}
+
+static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sym_ctx *ctx, const char *dir)
+{
+	uint64_t nerr = 0;
+	for (int k = 0; k < E_COUNT; k++)
+		nerr += r->err_total[k];
+	fprintf(o, "{\"trace\": ");
+	cli_json_string(o, dir);
+	fprintf(o, ",\n \"totals\": {");
+	json_num(o, "allocations", r->allocs, 1);
+	json_num(o, "failed", r->failed, 1);
+	json_num(o, "frees", r->frees, 1);
+	json_num(o, "reallocs", r->reallocs, 1);
+	json_num(o, "bytes_requested", r->req, 1);
+	json_num(o, "bytes_allocated", r->usable, 1);
+	fprintf(o, "\"fragmentation_pct\": %.4f, ", frag(r->req, r->usable));
+	json_num(o, "peak_requested", r->peak_req, 1);
+	json_num(o, "peak_allocated", r->peak_usable, 1);
+	fprintf(o, "\"peak_time_s\": %.9f, ", r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
+	json_num(o, "leaked_bytes", r->live_req, 1);
+	json_num(o, "leaked_blocks", r->live_n, 1);
+	json_num(o, "cross_cpu_frees", r->xcpu, 1);
+	json_num(o, "cross_thread_frees", r->xthread, 1);
+	json_num(o, "mmaps", r->mmaps, 1);
+	json_num(o, "munmaps", r->munmaps, 1);
+	json_num(o, "lost_events", r->lost, 1);
+	json_num(o, "errors", nerr, 0);
+	fprintf(o, "},\n \"rows\": [");
+	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
+	for (size_t i = 0; i < n; i++) {
+		const struct agg *a = &rows->v[i];
+		fprintf(o, "%s\n  {\"name\": ", i ? "," : "");
+		cli_json_string(o, a->name);
+		fprintf(o, ", ");
+		if (r->by == 1)
+			json_num(o, "stack_id", a->key, 1);
+		else if (r->by == 0)
+			fprintf(o, "\"site\": \"0x%" PRIx64 "\", ", a->key);
+		json_num(o, "allocations", a->allocs, 1);
+		json_num(o, "failed", a->failed, 1);
+		json_num(o, "frees", a->frees, 1);
+		json_num(o, "bytes_requested", a->req, 1);
+		json_num(o, "bytes_allocated", a->usable, 1);
+		fprintf(o, "\"fragmentation_pct\": %.4f, ", frag(a->req, a->usable));
+		json_num(o, "leaked_bytes", a->live_req, 1);
+		json_num(o, "leaked_blocks", a->live_n, 1);
+		json_num(o, "cross_cpu_frees", a->xcpu, 1);
+		json_num(o, "cross_thread_frees", a->xthread, 1);
+		char fams[128];
+		fams_text(a->fams, fams, sizeof(fams));
+		fprintf(o, "\"families\": ");
+		cli_json_string(o, fams);
+		fprintf(o, "}");
+	}
+	fprintf(o, "],\n \"errors\": [");
+	for (size_t i = 0; i < r->nerrs; i++) {
+		const struct err *e = &r->errs[i];
+		char *sa = site_name(ctx, e->site_alloc, 0), *sf_ = site_name(ctx, e->site_free, 0),
+		     *sg = site_name(ctx, e->site_again, 0);
+		fprintf(o, "%s\n  {\"kind\": ", i ? "," : "");
+		cli_json_string(o, err_name[e->kind]);
+		fprintf(o, ", ");
+		json_num(o, "count", e->count, 1);
+		fprintf(o, "\"ptr\": \"0x%" PRIx64 "\", \"alloc_family\": ", e->ptr);
+		cli_json_string(o, e->site_alloc ? mem_alloc_name(e->fam_alloc) : "");
+		fprintf(o, ", \"alloc_site\": ");
+		cli_json_string(o, e->site_alloc ? sa : "");
+		fprintf(o, ", \"free_family\": ");
+		cli_json_string(o, e->site_free ? mem_free_name(e->fam_free) : "");
+		fprintf(o, ", \"free_site\": ");
+		cli_json_string(o, e->site_free ? sf_ : "");
+		fprintf(o, ", \"again_site\": ");
+		cli_json_string(o, e->site_again ? sg : "");
+		fprintf(o, "}");
+		free(sa);
+		free(sf_);
+		free(sg);
+	}
+	fprintf(o, "]}\n");
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static const char report_usage[] =
+	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
+	"                           [--debug-dir DIR]\n";
+
+static int run_report(struct report *r, const char *dir, FILE *o)
+{
+	char err[512];
+	struct rd_trace *t;
+	if (rd_trace_open(dir, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "%s\n", err);
+		return 2;
+	}
+	struct stack_files sf = { 0 };
+	int k = stack_files_read(dir, &sf);
+	if (k < 0 && k != -ENOENT)
+		fprintf(stderr, PFX "%s/stacks is damaged (%s): call sites print as addresses\n", dir, strerror(-k));
+	if (r->by == 1 && !sf.nstacks) {
+		/* Stacks may still be in the events (a full map) but not
+		 * resolvable: say so rather than print one row. */
+		fprintf(stderr, PFX "%s has no stacks (record with --stacks): --by stack needs them\n", dir);
+		rd_trace_close(t);
+		stack_files_free(&sf);
+		return 2;
+	}
+	r->has_stacks = sf.nstacks > 0;
+	struct rd_item it;
+	int status = 0;
+	for (;;) {
+		k = rd_trace_next(t, &it);
+		if (k == 0)
+			break;
+		if (k < 0) {
+			fprintf(stderr, PFX "%s: %s (the report covers the events before it)\n", dir,
+				rd_trace_errmsg(t));
+			status = 1;
+			break;
+		}
+		if (it.kind == RD_ITEM_EVENT)
+			replay(r, &it);
+		else
+			r->lost += it.count;
+	}
+	rd_trace_close(t);
+	if (!r->events && status == 0) {
+		fprintf(stderr, PFX "%s has no allocation events (record with --mem)\n", dir);
+		stack_files_free(&sf);
+		return 1;
+	}
+
+	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
+	struct aggtab *rows = r->by == 1 ? &r->stacks : &r->sites;
+	for (size_t i = 0; i < rows->n; i++)
+		rows->v[i].name = rows->v[i].key == STACK_NONE && r->by == 1 ? strdup("(no stack)") :
+				  site_name(ctx, r->by == 1 ? rows->v[i].site : rows->v[i].key, r->by == 2);
+	for (size_t i = 0; i < rows->n; i++)
+		if (!rows->v[i].name)
+			rows->v[i].name = strdup("?");
+	if (r->by == 2)
+		merge_by_name(rows);
+	/* The slot index no longer matches after sorting: lookups are done. */
+	g_sort = r->sort;
+	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_agg);
+	free(rows->slot);
+	rows->slot = NULL;
+	rows->nslot = 0;
+	if (r->json)
+		print_json(o, r, rows, ctx, dir);
+	else
+		print_text(o, r, rows, ctx, &sf, dir);
+	if (ctx)
+		sym_ctx_free(ctx);
+	stack_files_free(&sf);
+	return status;
+}
+
+static void report_free(struct report *r)
+{
+	free(r->plans);
+	free(r->blk);
+	free(r->errs);
+	aggtab_free(&r->sites);
+	aggtab_free(&r->stacks);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report r = { 0 };
+	r.top = 20;
+	const char *dir = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("%s\n"
+			       "  Allocations of a trace recorded with 'ringtrace record --mem', per call site:\n"
+			       "  counts, bytes requested and allocated (usable), fragmentation, bytes still\n"
+			       "  alive at exit (leaks, with their stacks), cross-CPU and cross-thread frees,\n"
+			       "  and errors: unknown pointers, double frees, mismatched families\n"
+			       "  (malloc/delete, new/free, new[]/delete), realloc of freed blocks.\n"
+			       "  --by KEY      callsite (default), stack (needs --stacks) or function\n"
+			       "  --sort KEY    requested (default), allocated, allocs, frees, frag, leaked, xcpu\n"
+			       "  --top N       rows to print (default 20, 0: all)\n"
+			       "  --json        one JSON object\n"
+			       "  --debug-dir D separate debug files (D/.build-id/xx/yyyy.debug)\n",
+			       report_usage);
+			return 0;
+		}
+		if (!strcmp(a, "--json")) {
+			r.json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--by") || !strcmp(a, "--sort") || !strcmp(a, "--top") || !strcmp(a, "--debug-dir")) {
+			if (!v) {
+				fprintf(stderr, PFX "option '%s' needs a value\n", a);
+				return 2;
+			}
+			i++;
+			if (!strcmp(a, "--by")) {
+				r.by = !strcmp(v, "callsite") ? 0 : !strcmp(v, "stack") ? 1 : !strcmp(v, "function") ? 2 : -1;
+				if (r.by < 0) {
+					fprintf(stderr, PFX "bad --by '%s' (callsite, stack or function)\n", v);
+					return 2;
+				}
+			} else if (!strcmp(a, "--sort")) {
+				static const char *const keys[] = { "requested", "allocs", "frees", "allocated",
+								    "frag", "leaked", "xcpu" };
+				r.sort = -1;
+				for (int k = 0; k < 7; k++)
+					if (!strcmp(v, keys[k]))
+						r.sort = k;
+				if (r.sort < 0) {
+					fprintf(stderr, PFX "bad --sort '%s' (requested, allocated, allocs, frees, frag, leaked or xcpu)\n", v);
+					return 2;
+				}
+			} else if (!strcmp(a, "--top")) {
+				char *end;
+				r.top = strtol(v, &end, 10);
+				if (*end || end == v || r.top < 0) {
+					fprintf(stderr, PFX "bad --top '%s' (a number, 0 for all)\n", v);
+					return 2;
+				}
+			} else {
+				r.debug_dir = v;
+			}
+			continue;
+		}
+		if (a[0] == '-' || dir) {
+			fprintf(stderr, PFX "unexpected argument '%s' (try --help)\n", a);
+			return 2;
+		}
+		dir = a;
+	}
+	if (!dir) {
+		fprintf(stderr, PFX "%s", report_usage);
+		return 2;
+	}
+	int status = run_report(&r, dir, stdout);
+	report_free(&r);
+	return status;
+}
+
+/*
+ * `ringtrace mem [-o DIR] [--no-stacks] -- PROGRAM [ARGS]`: record with the
+ * allocation tracer and stacks, then print the report. Our status is the
+ * program's.
+ */
+int cmd_mem(int argc, char **argv)
+{
+	const char *outdir = NULL;
+	int stacks = 1, i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] -- PROGRAM [ARGS...]\n\n"
+			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
+			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
+			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n");
+			return 0;
+		}
+		if (!strcmp(a, "--no-stacks")) {
+			stacks = 0;
+		} else if (!strcmp(a, "-o") && i + 1 < argc) {
+			outdir = argv[++i];
+		} else if (a[0] == '-') {
+			fprintf(stderr, "ringtrace mem: unknown option '%s' (try --help)\n", a);
+			return 2;
+		} else {
+			break;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "ringtrace mem: no program to run (usage: ringtrace mem [-o DIR] -- PROGRAM [ARGS...])\n");
+		return 2;
+	}
+	char defdir[PATH_MAX];
+	if (!outdir) {
+		const char *base = strrchr(argv[i], '/');
+		base = base ? base + 1 : argv[i];
+		char when[32];
+		time_t now = time(NULL);
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+		snprintf(defdir, sizeof(defdir), "ringtrace-mem-%s-%s", base, when);
+		outdir = defdir;
+	}
+	char *rargv[8 + (size_t)argc];
+	int n = 0;
+	rargv[n++] = "record";
+	rargv[n++] = "--mem";
+	if (stacks)
+		rargv[n++] = "--stacks";
+	rargv[n++] = "-o";
+	rargv[n++] = (char *)outdir;
+	rargv[n++] = "--";
+	for (; i < argc; i++)
+		rargv[n++] = argv[i];
+	rargv[n] = NULL;
+	int status = cmd_record(n, rargv);
+	struct stat st;
+	if (stat(outdir, &st) < 0)
+		return status; /* record said why */
+	fflush(NULL);
+	struct report r = { 0 };
+	r.top = 20;
+	(void)run_report(&r, outdir, stdout);
+	report_free(&r);
+	return status;
+}

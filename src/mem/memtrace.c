@@ -1,0 +1,677 @@
+/*
+ * memtrace.c - libringtrace-malloc.so, the allocation tracer (kmemtrace
+ * for programs that were not rebuilt). Loaded with LD_PRELOAD by
+ * `ringtrace record --mem`, it interposes the C allocation functions, the
+ * C++ operators new and delete, and anonymous mmap/munmap/mremap, calls
+ * the next definition of each (glibc's, or jemalloc's or tcmalloc's when
+ * the program uses one: RTLD_NEXT finds whichever comes after us), and
+ * fires one event of provider "mem" per call (src/mem/mem_family.h).
+ *
+ * Rules of this file, because it runs inside every allocation:
+ *  - it never recurses: a thread-local flag is set while an event is
+ *    written (the library may allocate then: its first event in a thread,
+ *    libunwind) and while a C++ operator calls the real one (which calls
+ *    malloc): allocations made meanwhile go straight to the allocator;
+ *  - the symbol lookup at start-up (dlsym may call calloc) is served from
+ *    a static pool, never given back;
+ *  - a free is recorded before the real free, so that no other thread can
+ *    be handed the address and record its allocation in between;
+ *  - nothing here locks, prints or aborts.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <ringtrace/ringtrace.h>
+
+#include "mem/mem_family.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+RINGTRACE_EVENT(mem, alloc, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U32(size), RINGTRACE_U32(usable),
+		RINGTRACE_U8(family), RINGTRACE_U8(align_log2));
+RINGTRACE_EVENT(mem, alloc_large, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U64(size),
+		RINGTRACE_U64(usable), RINGTRACE_U8(family), RINGTRACE_U8(align_log2));
+RINGTRACE_EVENT(mem, free, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U8(family));
+RINGTRACE_EVENT(mem, realloc, RINGTRACE_X64(old_ptr), RINGTRACE_X64(ptr), RINGTRACE_X64(site),
+		RINGTRACE_U32(size), RINGTRACE_U32(usable), RINGTRACE_U8(family));
+RINGTRACE_EVENT(mem, realloc_large, RINGTRACE_X64(old_ptr), RINGTRACE_X64(ptr), RINGTRACE_X64(site),
+		RINGTRACE_U64(size), RINGTRACE_U64(usable), RINGTRACE_U8(family));
+RINGTRACE_EVENT(mem, mmap, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U64(size), RINGTRACE_U8(family));
+RINGTRACE_EVENT(mem, munmap, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U64(size));
+RINGTRACE_EVENT(mem, mremap, RINGTRACE_X64(old_ptr), RINGTRACE_X64(ptr), RINGTRACE_X64(site),
+		RINGTRACE_U64(old_size), RINGTRACE_U64(size));
+
+/* ---- the next definitions ------------------------------------------------ */
+
+struct real {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*usable)(void *);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+};
+
+static struct real real;
+/* 0: not looked up, 1: being looked up (by one thread), 2: done. */
+static int real_state;
+/* Set in the thread doing the lookup: its allocations come from the pool. */
+static __thread int resolving __attribute__((tls_model("initial-exec")));
+/* Set while this thread is inside the tracer or a real C++ operator. */
+static __thread int in_hook __attribute__((tls_model("initial-exec")));
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static void resolve(void)
+{
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&real_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* another thread looks them up: the pool serves us meanwhile */
+	resolving = 1;
+	struct real r;
+	r.malloc = (void *(*)(size_t))sym("malloc");
+	r.calloc = (void *(*)(size_t, size_t))sym("calloc");
+	r.realloc = (void *(*)(void *, size_t))sym("realloc");
+	r.reallocarray = (void *(*)(void *, size_t, size_t))sym("reallocarray");
+	r.free = (void (*)(void *))sym("free");
+	r.posix_memalign = (int (*)(void **, size_t, size_t))sym("posix_memalign");
+	r.aligned_alloc = (void *(*)(size_t, size_t))sym("aligned_alloc");
+	r.memalign = (void *(*)(size_t, size_t))sym("memalign");
+	r.valloc = (void *(*)(size_t))sym("valloc");
+	r.pvalloc = (void *(*)(size_t))sym("pvalloc");
+	r.usable = (size_t(*)(void *))sym("malloc_usable_size");
+	r.mmap = (void *(*)(void *, size_t, int, int, int, off_t))sym("mmap");
+	r.munmap = (int (*)(void *, size_t))sym("munmap");
+	r.mremap = (void *(*)(void *, size_t, size_t, int, ...))sym("mremap");
+	real = r;
+	resolving = 0;
+	/* Pairs with the acquire loads in ready(): `real` is complete. */
+	__atomic_store_n(&real_state, 2, __ATOMIC_RELEASE);
+}
+
+static inline int ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&real_state, __ATOMIC_ACQUIRE) == 2, 1))
+		return 1;
+	if (!resolving)
+		resolve();
+	return __atomic_load_n(&real_state, __ATOMIC_ACQUIRE) == 2 && !resolving;
+}
+
+/*
+ * The bootstrap pool: allocations made while the functions are looked up
+ * (dlsym's error buffers) or while another thread looks them up. Bump
+ * allocation, 16-byte aligned, a size word before each block (for
+ * realloc), never reused; free() of a pool block does nothing.
+ */
+static char pool[64 * 1024] __attribute__((aligned(16)));
+static size_t pool_used;
+
+static int in_pool(const void *p)
+{
+	return (const char *)p >= pool && (const char *)p < pool + sizeof(pool);
+}
+
+static void *pool_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (size > sizeof(pool) || align > 4096)
+		return NULL;
+	size_t need = (size + 15) & ~(size_t)15;
+	size_t old = __atomic_load_n(&pool_used, __ATOMIC_RELAXED), start;
+	do {
+		start = (old + 16 + align - 1) & ~(align - 1); /* room for the size word */
+		if (start + need > sizeof(pool))
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&pool_used, &old, start + need, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	((size_t *)(pool + start))[-1] = size;
+	return pool + start; /* zero: the pool is never reused */
+}
+
+static size_t pool_size(const void *p)
+{
+	return ((const size_t *)p)[-1];
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static inline unsigned log2_align(size_t a)
+{
+	return a > 1 ? (unsigned)__builtin_ctzll(a) : 0;
+}
+
+static inline size_t usable_of(void *p)
+{
+	return p && real.usable ? real.usable(p) : 0;
+}
+
+static inline int tracing(void)
+{
+	return !in_hook && !ringtrace__tls.busy && (ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
+			    ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
+}
+
+static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
+{
+	in_hook = 1;
+	size_t u = usable_of(p);
+	if (size <= UINT32_MAX && u <= UINT32_MAX)
+		ringtrace_tracepoint(mem, alloc, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)site, (uint32_t)size,
+				     (uint32_t)u, (uint8_t)fam, (uint8_t)log2_align(align));
+	else
+		ringtrace_tracepoint(mem, alloc_large, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)site,
+				     (uint64_t)size, (uint64_t)u, (uint8_t)fam, (uint8_t)log2_align(align));
+	in_hook = 0;
+}
+
+static __attribute__((noinline)) void ev_free(unsigned fam, void *p, void *site)
+{
+	in_hook = 1;
+	ringtrace_tracepoint(mem, free, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)site, (uint8_t)fam);
+	in_hook = 0;
+}
+
+static __attribute__((noinline)) void ev_realloc(unsigned fam, void *old, void *p, size_t size, void *site)
+{
+	in_hook = 1;
+	size_t u = usable_of(p);
+	if (size <= UINT32_MAX && u <= UINT32_MAX)
+		ringtrace_tracepoint(mem, realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
+				     (uint64_t)(uintptr_t)site, (uint32_t)size, (uint32_t)u, (uint8_t)fam);
+	else
+		ringtrace_tracepoint(mem, realloc_large, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
+				     (uint64_t)(uintptr_t)site, (uint64_t)size, (uint64_t)u, (uint8_t)fam);
+	in_hook = 0;
+}
+
+/* in_hook for the rest of a scope, restored even when an exception
+ * passes (the C++ operators). */
+static void guard_restore(int *was)
+{
+	in_hook = *was;
+}
+
+#define GUARD int guard_was_ __attribute__((cleanup(guard_restore), unused)) = in_hook; in_hook = 1
+
+/*
+ * An operator new in progress on this thread. The real operator new calls
+ * malloc (or aligned_alloc) for its block; that call records the block as
+ * new or new[] with the program's call site, and clears the request. Any
+ * other allocation made meanwhile (a new_handler's, the std::bad_alloc
+ * object's) is recorded as what it is, so that its later free matches.
+ * A request still set when the real operator new returns was served
+ * without our malloc (an allocator's own operator new): recorded then.
+ */
+struct pend_new {
+	void *site;
+	size_t size;
+	size_t align;
+	uint8_t fam;
+	uint8_t set;
+};
+
+static __thread struct pend_new pend __attribute__((tls_model("initial-exec")));
+
+/* Called by the allocation functions while a request is set: 1 if the
+ * block of SIZE bytes at P was the one operator new asked for (recorded
+ * as such; a failed attempt is not recorded, operator new retries or
+ * fails as a whole), 0 if it is some other allocation. */
+static __attribute__((noinline)) int pend_claim(void *p, size_t size)
+{
+	size_t want = pend.size ? pend.size : 1;
+	size_t slack = pend.align > 16 ? pend.align : 16;
+	if (size < want || size - want >= slack)
+		return 0;
+	if (p) {
+		pend.set = 0;
+		ev_alloc(pend.fam, p, pend.size, pend.align, pend.site);
+	}
+	return 1;
+}
+
+#define PEND_CLAIM(p, size) (__builtin_expect(pend.set, 0) && pend_claim((p), (size)))
+
+/* Leaving an operator new: a request still set here means the real one
+ * threw (std::bad_alloc), recorded as a failed allocation; the request of
+ * an enclosing operator new (one called by a new_handler) is restored. */
+static void pend_leave(struct pend_new *saved)
+{
+	if (pend.set && !in_hook && !ringtrace__tls.busy)
+		ev_alloc(pend.fam, NULL, pend.size, pend.align, pend.site);
+	pend = *saved;
+}
+
+/* ---- the C allocator ----------------------------------------------------- */
+
+EXPORT void *malloc(size_t size)
+{
+	if (__builtin_expect(!ready(), 0))
+		return pool_alloc(size, 16);
+	void *p = real.malloc(size);
+	if (tracing() && !PEND_CLAIM(p, size))
+		ev_alloc(MEM_A_MALLOC, p, size, 0, __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void *calloc(size_t n, size_t each)
+{
+	size_t size;
+	if (__builtin_expect(!ready(), 0))
+		return __builtin_mul_overflow(n, each, &size) ? NULL : pool_alloc(size, 16);
+	void *p = real.calloc(n, each);
+	if (tracing())
+		ev_alloc(MEM_A_CALLOC, p, __builtin_mul_overflow(n, each, &size) ? SIZE_MAX : size, 0,
+			 __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || in_pool(p))
+		return;
+	if (__builtin_expect(!ready(), 0))
+		return; /* cannot happen: the block came from somewhere */
+	if (tracing())
+		ev_free(MEM_F_FREE, p, __builtin_return_address(0));
+	real.free(p);
+}
+
+/* realloc of a pool block: a real one, with the contents copied. */
+static void *pool_move(void *old, size_t size)
+{
+	void *p = real.malloc(size);
+	if (p) {
+		size_t n = pool_size(old);
+		memcpy(p, old, n < size ? n : size);
+	}
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (__builtin_expect(!ready(), 0)) {
+		void *p = pool_alloc(size, 16);
+		if (p && old && in_pool(old)) {
+			size_t n = pool_size(old);
+			memcpy(p, old, n < size ? n : size);
+		}
+		return p;
+	}
+	void *p = in_pool(old) ? pool_move(old, size) : real.realloc(old, size);
+	if (tracing())
+		ev_realloc(MEM_A_REALLOC, in_pool(old) ? NULL : old, p, size, __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t each)
+{
+	size_t size;
+	if (__builtin_mul_overflow(n, each, &size)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (__builtin_expect(!ready(), 0) || in_pool(old) || !real.reallocarray)
+		return realloc(old, size);
+	void *p;
+	{
+		/* glibc's calls realloc: one event, not two. */
+		GUARD;
+		p = real.reallocarray(old, n, each);
+	}
+	if (tracing())
+		ev_realloc(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0));
+	return p;
+}
+
+EXPORT int posix_memalign(void **ret, size_t align, size_t size)
+{
+	if (__builtin_expect(!ready(), 0)) {
+		void *p = pool_alloc(size, align);
+		if (!p)
+			return ENOMEM;
+		*ret = p;
+		return 0;
+	}
+	int r = real.posix_memalign(ret, align, size);
+	if (tracing() && !PEND_CLAIM(r == 0 ? *ret : NULL, size))
+		ev_alloc(MEM_A_POSIX_MEMALIGN, r == 0 ? *ret : NULL, size, align, __builtin_return_address(0));
+	return r;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (__builtin_expect(!ready(), 0))
+		return pool_alloc(size, align);
+	void *p = real.aligned_alloc(align, size);
+	if (tracing() && !PEND_CLAIM(p, size))
+		ev_alloc(MEM_A_ALIGNED_ALLOC, p, size, align, __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	if (__builtin_expect(!ready(), 0))
+		return pool_alloc(size, align);
+	void *p = real.memalign(align, size);
+	if (tracing() && !PEND_CLAIM(p, size))
+		ev_alloc(MEM_A_MEMALIGN, p, size, align, __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	if (__builtin_expect(!ready(), 0))
+		return pool_alloc(size, 4096);
+	void *p = real.valloc(size);
+	if (tracing())
+		ev_alloc(MEM_A_VALLOC, p, size, (size_t)sysconf(_SC_PAGESIZE), __builtin_return_address(0));
+	return p;
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	if (__builtin_expect(!ready(), 0))
+		return pool_alloc(size, 4096);
+	void *p = real.pvalloc(size);
+	if (tracing())
+		ev_alloc(MEM_A_PVALLOC, p, size, (size_t)sysconf(_SC_PAGESIZE), __builtin_return_address(0));
+	return p;
+}
+
+/* ---- pages --------------------------------------------------------------- */
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (__builtin_expect(!ready(), 0) || !real.mmap) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	void *p = real.mmap(addr, len, prot, flags, fd, off);
+	if ((flags & MAP_ANONYMOUS) && p != MAP_FAILED && tracing() && ringtrace_tracepoint_enabled(mem, mmap)) {
+		in_hook = 1;
+		ringtrace_tracepoint(mem, mmap, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)__builtin_return_address(0),
+				     (uint64_t)len, (uint8_t)MEM_A_MMAP);
+		in_hook = 0;
+	}
+	return p;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__attribute__((alias("mmap")));
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	if (__builtin_expect(!ready(), 0) || !real.munmap) {
+		errno = ENOSYS;
+		return -1;
+	}
+	/* Before the unmapping, as a free: the range cannot be handed out
+	 * again before the event. (File mappings too: the reader ignores
+	 * ranges it never saw mapped.) */
+	if (tracing() && ringtrace_tracepoint_enabled(mem, munmap)) {
+		in_hook = 1;
+		ringtrace_tracepoint(mem, munmap, (uint64_t)(uintptr_t)addr,
+				     (uint64_t)(uintptr_t)__builtin_return_address(0), (uint64_t)len);
+		in_hook = 0;
+	}
+	return real.munmap(addr, len);
+}
+
+EXPORT void *mremap(void *old, size_t old_size, size_t size, int flags, ...)
+{
+	if (__builtin_expect(!ready(), 0) || !real.mremap) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	void *want = NULL;
+	if (flags & MREMAP_FIXED) {
+		__builtin_va_list ap;
+		__builtin_va_start(ap, flags);
+		want = __builtin_va_arg(ap, void *);
+		__builtin_va_end(ap);
+	}
+	void *p = real.mremap(old, old_size, size, flags, want);
+	if (p != MAP_FAILED && tracing() && ringtrace_tracepoint_enabled(mem, mremap)) {
+		in_hook = 1;
+		ringtrace_tracepoint(mem, mremap, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
+				     (uint64_t)(uintptr_t)__builtin_return_address(0), (uint64_t)old_size,
+				     (uint64_t)size);
+		in_hook = 0;
+	}
+	return p;
+}
+
+/* ---- C++ operators new and delete ----------------------------------------
+ *
+ * Defined here by their mangled names (this file is C, built with
+ * -fexceptions so that a std::bad_alloc thrown by the real operator new
+ * unwinds through it). Each calls the next definition (libstdc++'s, or the
+ * allocator's own). The block a real operator new allocates is recorded
+ * once, as new or new[] (struct pend_new); a real operator delete runs
+ * with in_hook set so that its free is not recorded a second time. The
+ * state is restored by cleanups, which also run when an exception passes.
+ */
+
+static void *cxx_sym(void **cache, const char *name)
+{
+	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+	if (f)
+		return f;
+	f = sym(name);
+	if (!f) {
+		/* Loaded later, and only in a local scope (a dlopen'ed plugin's
+		 * libstdc++): not found by RTLD_NEXT. */
+		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			f = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	if (f)
+		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+
+/* operator new / new[]: plain (sz), nothrow (sz, nt), aligned (sz, al),
+ * aligned nothrow (sz, al, nt). Without the real one (no C++ runtime found),
+ * malloc-family fallbacks keep the program going. While tracing, the
+ * request is left for the allocation function the real one calls (see
+ * struct pend_new); otherwise the real one runs with in_hook set. The
+ * operator new that libstdc++'s new[] calls serves the same request. */
+#define NEW_BODY(fam, sz, al, call, fallback)                                      \
+	if (!tracing()) {                                                           \
+		GUARD;                                                              \
+		return f ? call : fallback;                                         \
+	}                                                                           \
+	if (pend.set && pend.size == (sz))                                          \
+		return f ? call : fallback; /* new[] calling new: one request */   \
+	void *site = __builtin_return_address(0);                                   \
+	struct pend_new saved __attribute__((cleanup(pend_leave), unused)) = pend;         \
+	pend = (struct pend_new){ site, sz, al, fam, 1 };                           \
+	void *p = f ? call : fallback;                                              \
+	if (pend.set) {                                                             \
+		pend.set = 0;                                                       \
+		ev_alloc(fam, p, sz, al, site);                                     \
+	}                                                                           \
+	return p
+
+#define NEW_PLAIN(mangled, fam)                                                     \
+	EXPORT void *mangled(size_t sz);                                            \
+	EXPORT void *mangled(size_t sz)                                             \
+	{                                                                           \
+		static void *cache;                                                 \
+		void *(*f)(size_t) = (void *(*)(size_t))cxx_sym(&cache, #mangled);  \
+		NEW_BODY(fam, sz, 0, f(sz), malloc(sz ? sz : 1));                   \
+	}
+
+#define NEW_NOTHROW(mangled, fam)                                                      \
+	EXPORT void *mangled(size_t sz, const void *nt);                               \
+	EXPORT void *mangled(size_t sz, const void *nt)                                \
+	{                                                                              \
+		static void *cache;                                                    \
+		void *(*f)(size_t, const void *) =                                     \
+			(void *(*)(size_t, const void *))cxx_sym(&cache, #mangled);    \
+		NEW_BODY(fam, sz, 0, f(sz, nt), malloc(sz ? sz : 1));                  \
+	}
+
+#define NEW_ALIGNED(mangled, fam)                                                       \
+	EXPORT void *mangled(size_t sz, size_t al);                                     \
+	EXPORT void *mangled(size_t sz, size_t al)                                      \
+	{                                                                               \
+		static void *cache;                                                     \
+		void *(*f)(size_t, size_t) = (void *(*)(size_t, size_t))cxx_sym(&cache, #mangled); \
+		NEW_BODY(fam, sz, al, f(sz, al), aligned_alloc(al, (sz + al - 1) / al * al)); \
+	}
+
+#define NEW_ALIGNED_NOTHROW(mangled, fam)                                               \
+	EXPORT void *mangled(size_t sz, size_t al, const void *nt);                     \
+	EXPORT void *mangled(size_t sz, size_t al, const void *nt)                      \
+	{                                                                               \
+		static void *cache;                                                     \
+		void *(*f)(size_t, size_t, const void *) =                              \
+			(void *(*)(size_t, size_t, const void *))cxx_sym(&cache, #mangled); \
+		NEW_BODY(fam, sz, al, f(sz, al, nt), aligned_alloc(al, (sz + al - 1) / al * al)); \
+	}
+
+NEW_PLAIN(_Znwm, MEM_A_NEW)
+NEW_PLAIN(_Znam, MEM_A_NEW_ARRAY)
+NEW_NOTHROW(_ZnwmRKSt9nothrow_t, MEM_A_NEW)
+NEW_NOTHROW(_ZnamRKSt9nothrow_t, MEM_A_NEW_ARRAY)
+NEW_ALIGNED(_ZnwmSt11align_val_t, MEM_A_NEW)
+NEW_ALIGNED(_ZnamSt11align_val_t, MEM_A_NEW_ARRAY)
+NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t, MEM_A_NEW)
+NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t, MEM_A_NEW_ARRAY)
+
+/* operator delete / delete[]: the event first (as for free), then the
+ * real one; every variant takes the pointer first and up to two more
+ * arguments (size, alignment, nothrow tag), passed on as they came. */
+#define DELETE_1(mangled, fam)                                                  \
+	EXPORT void mangled(void *p);                                           \
+	EXPORT void mangled(void *p)                                            \
+	{                                                                       \
+		static void *cache;                                             \
+		if (!p || in_pool(p))                                           \
+			return;                                                 \
+		void (*f)(void *) = (void (*)(void *))cxx_sym(&cache, #mangled); \
+		if (tracing())                                                  \
+			ev_free(fam, p, __builtin_return_address(0));           \
+		GUARD;                                                          \
+		if (f)                                                          \
+			f(p);                                                   \
+		else                                                            \
+			free(p);                                                \
+	}
+
+#define DELETE_2(mangled, fam, T)                                                       \
+	EXPORT void mangled(void *p, T a);                                              \
+	EXPORT void mangled(void *p, T a)                                               \
+	{                                                                               \
+		static void *cache;                                                     \
+		if (!p || in_pool(p))                                                   \
+			return;                                                         \
+		void (*f)(void *, T) = (void (*)(void *, T))cxx_sym(&cache, #mangled);  \
+		if (tracing())                                                          \
+			ev_free(fam, p, __builtin_return_address(0));                   \
+		GUARD;                                                                  \
+		if (f)                                                                  \
+			f(p, a);                                                        \
+		else                                                                    \
+			free(p);                                                        \
+	}
+
+#define DELETE_3(mangled, fam, T, U)                                                       \
+	EXPORT void mangled(void *p, T a, U b);                                            \
+	EXPORT void mangled(void *p, T a, U b)                                             \
+	{                                                                                  \
+		static void *cache;                                                        \
+		if (!p || in_pool(p))                                                      \
+			return;                                                            \
+		void (*f)(void *, T, U) = (void (*)(void *, T, U))cxx_sym(&cache, #mangled); \
+		if (tracing())                                                             \
+			ev_free(fam, p, __builtin_return_address(0));                      \
+		GUARD;                                                                     \
+		if (f)                                                                     \
+			f(p, a, b);                                                        \
+		else                                                                       \
+			free(p);                                                           \
+	}
+
+DELETE_1(_ZdlPv, MEM_F_DELETE)
+DELETE_1(_ZdaPv, MEM_F_DELETE_ARRAY)
+DELETE_2(_ZdlPvm, MEM_F_DELETE, size_t)
+DELETE_2(_ZdaPvm, MEM_F_DELETE_ARRAY, size_t)
+DELETE_2(_ZdlPvRKSt9nothrow_t, MEM_F_DELETE, const void *)
+DELETE_2(_ZdaPvRKSt9nothrow_t, MEM_F_DELETE_ARRAY, const void *)
+DELETE_2(_ZdlPvSt11align_val_t, MEM_F_DELETE, size_t)
+DELETE_2(_ZdaPvSt11align_val_t, MEM_F_DELETE_ARRAY, size_t)
+DELETE_3(_ZdlPvmSt11align_val_t, MEM_F_DELETE, size_t, size_t)
+DELETE_3(_ZdaPvmSt11align_val_t, MEM_F_DELETE_ARRAY, size_t, size_t)
+DELETE_3(_ZdlPvSt11align_val_tRKSt9nothrow_t, MEM_F_DELETE, size_t, const void *)
+DELETE_3(_ZdaPvSt11align_val_tRKSt9nothrow_t, MEM_F_DELETE_ARRAY, size_t, const void *)
+
+/* ---- start-up ------------------------------------------------------------ */
+
+/*
+ * Look the functions up before main, and take this library out of
+ * LD_PRELOAD: programs this one starts are left alone (the recorder
+ * follows them only when asked, RINGTRACE_MEM_FOLLOW=1).
+ */
+__attribute__((constructor(101))) static void memtrace_init(void)
+{
+	(void)ready();
+	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
+	if (follow && !strcmp(follow, "1"))
+		return;
+	const char *pre = getenv("LD_PRELOAD");
+	if (!pre)
+		return;
+	size_t n = strlen(pre);
+	char *keep = malloc(n + 1);
+	if (!keep)
+		return;
+	size_t k = 0;
+	const char *s = pre;
+	while (*s) {
+		size_t len = strcspn(s, ": ");
+		const char *base = s + len;
+		while (base > s && base[-1] != '/')
+			base--;
+		int ours = (size_t)(s + len - base) == strlen("libringtrace-malloc.so") &&
+			   !strncmp(base, "libringtrace-malloc.so", (size_t)(s + len - base));
+		if (len && !ours) {
+			if (k)
+				keep[k++] = ':';
+			memcpy(keep + k, s, len);
+			k += len;
+		}
+		s += len;
+		while (*s == ':' || *s == ' ')
+			s++;
+	}
+	keep[k] = 0;
+	if (k)
+		setenv("LD_PRELOAD", keep, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(keep);
+}
