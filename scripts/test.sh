@@ -136,6 +136,9 @@ fi
 if [ -x tests/e2e/mem.sh ]; then
 	suite "allocation tracer (gcc build)" tests/e2e/mem.sh build
 fi
+if [ -x tests/e2e/check.sh ]; then
+	suite "trace checker (gcc build)" tests/e2e/check.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
@@ -155,6 +158,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		# library from the plain build (a sanitizer runtime must load first).
 		[ -x tests/e2e/mem.sh ] && suite "allocation tracer (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem.sh build-asan
+		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
 	fi
 fi
 
