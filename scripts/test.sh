@@ -136,6 +136,9 @@ fi
 if [ -x tests/e2e/mem.sh ]; then
 	suite "allocation tracer (gcc build)" tests/e2e/mem.sh build
 fi
+if [ -x tests/e2e/mem_real.sh ]; then
+	suite "real programs under the allocation tracer (gcc build)" tests/e2e/mem_real.sh build
+fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
 fi
