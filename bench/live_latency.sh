@@ -102,13 +102,7 @@ rm -f "$TP"
 "$ROOT/bench/build.sh" "$BUILD" >"$TMP/build.log" 2>&1
 [ -x "$TP" ] || { cat "$TMP/build.log" >&2; note "cannot build $TP"; exit 1; }
 
-busy_pct() {
-	local a b
-	a=$(awk '/^cpu / { print $2+$3+$4+$7+$8+$9, $5+$6; exit }' /proc/stat)
-	sleep 1
-	b=$(awk '/^cpu / { print $2+$3+$4+$7+$8+$9, $5+$6; exit }' /proc/stat)
-	echo "$a $b" | awk '{ busy = $3 - $1; idle = $4 - $2; printf "%.0f", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0 }'
-}
+. "$ROOT/bench/machine.sh"
 
 echo "info host $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 echo "info clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"

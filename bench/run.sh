@@ -47,7 +47,7 @@ trap 'exit 130' INT TERM
 exec </dev/null
 
 # ---- set-up -------------------------------------------------------------------
-"$ROOT/scripts/deps.sh" liblttng-ust-dev lttng-tools babeltrace2 valgrind ||
+"$ROOT/scripts/deps.sh" liblttng-ust-dev lttng-tools babeltrace2 valgrind heaptrack ||
 	note "some packages are missing: the figures that need them are n/a"
 rm -f "$TP" "$TL"
 "$ROOT/bench/build.sh" "$BUILD"
@@ -57,25 +57,7 @@ have_tp=0 have_rt=0 have_tl=0
 [ -x "$TL" ] && have_tl=1
 [ $have_rt = 1 ] || note "$RT is missing (does \`make\` build?): no enabled ringtrace figures"
 
-# busy_pct: percent of all CPUs' time spent outside idle over 1 s, and the
-# processes using the most CPU now (this machine may be shared: figures
-# taken while something else runs are not comparable).
-busy_pct() {
-	local a b
-	a=$(awk '/^cpu / { print $2+$3+$4+$7+$8+$9, $5+$6; exit }' /proc/stat)
-	sleep 1
-	b=$(awk '/^cpu / { print $2+$3+$4+$7+$8+$9, $5+$6; exit }' /proc/stat)
-	echo "$a $b" | awk '{ busy = $3 - $1; idle = $4 - $2; pct = 0
-		if (busy + idle > 0) pct = 100 * busy / (busy + idle)
-		printf "%.0f", pct }'
-}
-# steal_ms: CPU time the hypervisor took from this VM's CPUs so far (ms).
-steal_ms() {
-	awk -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" '/^cpu / { printf "%d", $9 * 1000 / hz; exit }' /proc/stat
-}
-top_procs() {
-	ps -eo pcpu=,comm= --sort=-pcpu 2>/dev/null | awk '$1 >= 5 { printf "%s%s %s%%", n++ ? ", " : "", $2, $1 }'
-}
+. "$ROOT/bench/machine.sh"
 
 # BENCH_WAIT_IDLE=SECONDS: first wait up to that long for the machine to
 # be idle (under 10% busy), for a shared machine.
@@ -213,6 +195,10 @@ echo "== snapshots: swap round trip at 1 MiB and 256 MiB, tracepoint latency dur
 echo "== live control: enable latency, disabled cost with the control thread (bench/live_latency.sh)" >&2
 "$ROOT/bench/live_latency.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
 	note "no live-control figures"
+
+echo "== allocation tracing: cc1 and malloc/free pairs under --mem, --mem --stacks, heaptrack (bench/mem.sh)" >&2
+"$ROOT/bench/mem.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no allocation-tracing figures"
 
 {
 	echo "info load_after $(busy_pct)% of all CPUs busy during 1 s after the run; top: $(top_procs)"
@@ -382,6 +368,10 @@ fi
 if grep -q '^result live_' "$RES"; then
 	echo "Live control (bench/live_latency.sh)"
 	awk '/^result live_/ { sub(/^live_/, "", $2); printf "  %-34s %10s\n", $2, $3 }' "$RES"
+	echo
+fi
+if grep -q '^result mem_' "$RES"; then
+	"$ROOT/bench/mem.sh" --summary "$RES"
 	echo
 fi
 echo "raw results: $RES; table: $OUT/table.txt"
