@@ -6,7 +6,10 @@
  * payload. It is the hot loop of `ringtrace dump`: byte-aligned integers
  * take a fast path, bit fields a loop of at most nine iterations. All
  * positions are bit offsets from the packet start and are checked against
- * d->end before any byte is touched.
+ * d->end before any byte is touched. Work that consumes no input is charged
+ * to the packet's budget (decode.h), so hostile metadata (arrays of empty
+ * structs, sequences of sequences of length 0) ends in an error, not in a
+ * loop as long as the declared lengths.
  */
 #include "read/decode.h"
 
@@ -83,6 +86,32 @@ static int need(struct rd_decoder *d, uint64_t bits, const char *name)
 			d->scope <= RD_SCOPE_PACKET_CONTEXT ? "packet" : "packet content");
 }
 
+/*
+ * Charge `units` of work that may consume no input to the packet's budget:
+ * 0, or -EBADMSG once the budget is spent (and it stays spent until the
+ * next packet header).
+ */
+static int charge(struct rd_decoder *d, uint64_t units, const char *name)
+{
+	uint64_t limit = d->avail > (UINT64_MAX - RD_WORK_BASE) / RD_WORK_PER_BIT
+				 ? UINT64_MAX
+				 : RD_WORK_BASE + d->avail * RD_WORK_PER_BIT;
+	if (units <= limit && d->work <= limit - units) {
+		d->work += units;
+		return 0;
+	}
+	d->work = UINT64_MAX;
+	return dec_fail(d, "field '%s' at byte %llu: decoding the packet takes more than %u steps "
+			"per bit (the metadata declares fields that take no space, or costly "
+			"lookups)", nm(name), (unsigned long long)(d->pos / 8), RD_WORK_PER_BIT);
+}
+
+/* Add the cost of a search; charge() reports when the budget is spent. */
+static void spend(struct rd_decoder *d, uint64_t units)
+{
+	d->work = units > UINT64_MAX - d->work ? UINT64_MAX : d->work + units;
+}
+
 static int align_to(struct rd_decoder *d, uint32_t align, const char *name)
 {
 	uint64_t a = align ? align : 1;
@@ -120,32 +149,37 @@ const char *rd_enum_label(const struct rd_type *t, uint64_t v)
 	return NULL;
 }
 
-/* Follow "a.b.c" (already past the first component) through struct members. */
-static const struct rd_value *descend(const struct rd_value *v, const char *rest)
+/*
+ * The last of vals[0..n) named name[0..len), the values compared spent from
+ * the budget. A comparison reads at most len + 1 bytes of a name.
+ */
+static const struct rd_value *find_in(struct rd_decoder *d, const struct rd_value *vals,
+				      uint32_t n, const char *name, size_t len)
 {
-	char comp[256];
+	for (uint32_t i = n; i-- > 0;)
+		if (vals[i].name && !strncmp(vals[i].name, name, len) && vals[i].name[len] == '\0') {
+			spend(d, n - i);
+			return &vals[i];
+		}
+	spend(d, n);
+	return NULL;
+}
+
+/* Follow "a.b.c" (already past the first component) through struct members. */
+static const struct rd_value *descend(struct rd_decoder *d, const struct rd_value *v,
+				      const char *rest)
+{
 	while (v && *rest) {
 		const char *dot = strchr(rest, '.');
 		size_t n = dot ? (size_t)(dot - rest) : strlen(rest);
-		if (n >= sizeof(comp))
-			return NULL;
-		memcpy(comp, rest, n);
-		comp[n] = '\0';
 		if (v->type->kind == RD_VARIANT && v->sub.n == 1)
 			v = &v->sub.v[0];
-		v = rd_value_member(v, comp);
+		if (!v->type || v->type->kind != RD_STRUCT)
+			return NULL;
+		v = find_in(d, v->sub.v, v->sub.n, rest, n);
 		rest = dot ? dot + 1 : rest + n;
 	}
 	return v;
-}
-
-static const struct rd_value *find_in(const struct rd_value *vals, uint32_t n, const char *name,
-				      size_t len)
-{
-	for (uint32_t i = n; i-- > 0;)
-		if (vals[i].name && strlen(vals[i].name) == len && !memcmp(vals[i].name, name, len))
-			return &vals[i];
-	return NULL;
 }
 
 /*
@@ -168,20 +202,20 @@ static const struct rd_value *lookup(struct rd_decoder *d, const char *path)
 		size_t n = dot ? (size_t)(dot - rest) : strlen(rest);
 		const struct rd_value *v = NULL;
 		if (s == d->scope && d->depth > 0)
-			v = find_in(d->frames[0].v, d->frames[0].done, rest, n);
+			v = find_in(d, d->frames[0].v, d->frames[0].done, rest, n);
 		else if (s < d->scope && d->scopes[s])
-			v = find_in(d->scopes[s]->sub.v, d->scopes[s]->sub.n, rest, n);
-		return v && dot ? descend(v, dot + 1) : v;
+			v = find_in(d, d->scopes[s]->sub.v, d->scopes[s]->sub.n, rest, n);
+		return v && dot ? descend(d, v, dot + 1) : v;
 	}
 	const char *dot = strchr(path, '.');
 	size_t n = dot ? (size_t)(dot - path) : strlen(path);
 	const struct rd_value *v = NULL;
 	for (unsigned f = d->depth; !v && f-- > 0;)
-		v = find_in(d->frames[f].v, d->frames[f].done, path, n);
+		v = find_in(d, d->frames[f].v, d->frames[f].done, path, n);
 	for (int s = d->scope; !v && s-- > 0;)
 		if (d->scopes[s])
-			v = find_in(d->scopes[s]->sub.v, d->scopes[s]->sub.n, path, n);
-	return v && dot ? descend(v, dot + 1) : v;
+			v = find_in(d, d->scopes[s]->sub.v, d->scopes[s]->sub.n, path, n);
+	return v && dot ? descend(d, v, dot + 1) : v;
 }
 
 static int dec_value(struct rd_decoder *d, const struct rd_type *t, const char *name,
@@ -191,13 +225,24 @@ static int dec_elements(struct rd_decoder *d, const struct rd_type *t, const cha
 			uint64_t n, struct rd_value *out)
 {
 	const struct rd_type *e = t->elem;
-	/* Cheap refusal of absurd lengths before allocating. */
-	if ((e->kind == RD_INT || e->kind == RD_ENUM || e->kind == RD_FLOAT) &&
-	    (n > (d->end - d->pos) / e->size))
-		return need(d, n * e->size, name);
+	/*
+	 * Before allocating: elements that take bits must fit in the bits
+	 * left (d->pos <= d->end after the alignment of the array); elements
+	 * that may take none are charged to the budget, one unit each.
+	 */
+	if (e->min_bits && n > (d->end - d->pos) / e->min_bits) {
+		if (d->end == d->avail)
+			d->short_read = 1;
+		return dec_fail(d, "field '%s' at byte %llu: %llu elements of at least %llu bits run "
+				"past the end of the %s", nm(name), (unsigned long long)(d->pos / 8),
+				(unsigned long long)n, (unsigned long long)e->min_bits,
+				d->scope <= RD_SCOPE_PACKET_CONTEXT ? "packet" : "packet content");
+	}
 	if (n > d->pool->limit)
 		return dec_fail(d, "field '%s': %llu elements is too many", nm(name),
 				(unsigned long long)n);
+	if (!e->min_bits && charge(d, n, name) < 0)
+		return -EBADMSG;
 	struct rd_value *v = rd_vpool_alloc(d->pool, (size_t)n);
 	if (!v)
 		return -E2BIG;
@@ -282,7 +327,10 @@ static int dec_value(struct rd_decoder *d, const struct rd_type *t, const char *
 		d->frames[f].v = v;
 		d->frames[f].done = 0;
 		for (uint32_t i = 0; i < t->n_members; i++) {
-			r = dec_value(d, t->members[i].type, t->members[i].name, &v[i]);
+			const struct rd_member *m = &t->members[i];
+			r = m->type->min_bits ? 0 : charge(d, 1, m->name);
+			if (r == 0)
+				r = dec_value(d, m->type, m->name, &v[i]);
 			if (r < 0) {
 				d->depth = f;
 				return r;
@@ -296,10 +344,15 @@ static int dec_value(struct rd_decoder *d, const struct rd_type *t, const char *
 		if (!t->ref)
 			return dec_fail(d, "variant '%s' has no tag", nm(name));
 		const struct rd_value *tag = lookup(d, t->ref);
+		if (charge(d, 0, name) < 0)
+			return -EBADMSG;
 		if (!tag)
 			return dec_fail(d, "variant '%s': cannot find its tag '%s'", nm(name), t->ref);
 		if (tag->type->kind != RD_ENUM)
 			return dec_fail(d, "variant '%s': tag '%s' is not an enum", nm(name), t->ref);
+		/* The mappings and options scanned below. */
+		if (charge(d, (uint64_t)tag->type->n_maps + t->n_members, name) < 0)
+			return -EBADMSG;
 		const char *label = rd_enum_label(tag->type, tag->u);
 		const struct rd_member *opt = NULL;
 		for (uint32_t i = 0; label && i < t->n_members; i++) {
@@ -315,12 +368,16 @@ static int dec_value(struct rd_decoder *d, const struct rd_type *t, const char *
 			return -E2BIG;
 		out->sub.v = v;
 		out->sub.n = 1;
+		if (!opt->type->min_bits && charge(d, 1, opt->name) < 0)
+			return -EBADMSG;
 		return dec_value(d, opt->type, opt->name, v);
 	}
 	case RD_ARRAY:
 		return dec_elements(d, t, name, t->length, out);
 	case RD_SEQ: {
 		const struct rd_value *len = lookup(d, t->ref);
+		if (charge(d, 0, name) < 0)
+			return -EBADMSG;
 		if (!len)
 			return dec_fail(d, "sequence '%s': cannot find its length '%s'", nm(name), t->ref);
 		if (len->type->kind != RD_INT && len->type->kind != RD_ENUM)
@@ -341,6 +398,8 @@ int rd_decode_scope(struct rd_decoder *d, int scope, const struct rd_type *t,
 	d->depth = 0;
 	d->short_read = 0;
 	d->scopes[scope] = NULL;
+	if (scope == RD_SCOPE_PACKET_HEADER)
+		d->work = 0;
 	if (!t) {
 		*ret = NULL;
 		return 0;
@@ -348,7 +407,9 @@ int rd_decode_scope(struct rd_decoder *d, int scope, const struct rd_type *t,
 	struct rd_value *v = rd_vpool_alloc(d->pool, 1);
 	if (!v)
 		return -E2BIG;
-	int r = dec_value(d, t, NULL, v);
+	int r = t->min_bits ? 0 : charge(d, 1, NULL);
+	if (r == 0)
+		r = dec_value(d, t, NULL, v);
 	d->depth = 0;
 	if (r < 0)
 		return r;

@@ -7,6 +7,19 @@
  * `end`; sequence lengths and variant tags are looked up by name among the
  * values decoded so far. Values are allocated from a capped pool, so a
  * hostile length cannot exhaust memory.
+ *
+ * Nor can it exhaust time. Work that consumes input is paid by it: a value
+ * whose type takes at least one bit (rd_type.min_bits) consumes it, and an
+ * array or sequence of such elements is refused at once when its length
+ * times the element's min_bits exceeds the bits left. The rest is charged
+ * to a budget of the packet: values that may take no bits (empty structs,
+ * sequences, variants with an empty option, and arrays of these: each
+ * element counted before the elements are allocated) and the names
+ * compared while resolving a sequence length or a variant tag. The budget,
+ * reset by each packet header, is RD_WORK_BASE + RD_WORK_PER_BIT per bit of
+ * the packet, far above what real traces use (a few units per event), so
+ * that no metadata can make decoding a trace cost more than linear time in
+ * its size.
  */
 #ifndef RINGTRACE_READ_DECODE_H
 #define RINGTRACE_READ_DECODE_H
@@ -46,6 +59,9 @@ enum rd_scope {
 	RD_SCOPE_COUNT,
 };
 
+#define RD_WORK_BASE     1024u       /* budget of a packet, plus ... */
+#define RD_WORK_PER_BIT  32u         /* ... this many units per bit of it */
+
 struct rd_decoder;
 typedef void (*rd_int_cb)(void *ctx, struct rd_decoder *d, const struct rd_type *t,
 			  const char *name, uint64_t value);
@@ -68,6 +84,7 @@ struct rd_decoder {
 		uint32_t done;
 	} frames[RD_TYPE_DEPTH + 1];
 	unsigned depth;
+	uint64_t work;               /* budget used since the last packet header */
 	char *err;
 	size_t errlen;
 };
@@ -75,9 +92,10 @@ struct rd_decoder {
 /*
  * Decode `t` (a struct, or NULL for an absent scope) at d->pos as scope
  * `scope`; on success d->scopes[scope] and *ret point at the value (NULL for
- * an absent scope). Returns 0, -EBADMSG (data does not match: message in
- * d->err; d->short_read set if the data just ended), -E2BIG (too many
- * values).
+ * an absent scope). Returns 0, -EBADMSG (data does not match, or the
+ * packet's work budget is spent: message in d->err; d->short_read set if
+ * the data just ended), -E2BIG (too many values). Decoding the packet
+ * header scope starts a new packet: the work budget is reset.
  */
 int rd_decode_scope(struct rd_decoder *d, int scope, const struct rd_type *t,
 		    const struct rd_value **ret);

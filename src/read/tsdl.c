@@ -611,6 +611,17 @@ static struct rd_type *new_type(struct parser *p, enum rd_type_kind kind, unsign
 	return t;
 }
 
+/* Saturating arithmetic for rd_type.min_bits. */
+static uint64_t bits_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t bits_mul(uint64_t a, uint64_t b)
+{
+	return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
 static const struct rd_type *find_named(struct parser *p, int kind, const char *name, size_t n)
 {
 	const struct named *v = p->names.v;
@@ -730,6 +741,7 @@ static const struct rd_type *parse_integer(struct parser *p, unsigned line)
 	}
 	if (!has_align)
 		t->align = t->size % 8 ? 1 : 8;
+	t->min_bits = t->size;
 	if (t->map_name) {
 		struct rd_type **e = vec_push(&p->maps);
 		if (!e) {
@@ -793,6 +805,7 @@ static const struct rd_type *parse_float(struct parser *p, unsigned line)
 	}
 	if (!has_align)
 		t->align = 8;
+	t->min_bits = t->size;
 	return t;
 }
 
@@ -801,6 +814,7 @@ static const struct rd_type *parse_string_type(struct parser *p, unsigned line)
 	struct rd_type *t = new_type(p, RD_STRING, line);
 	if (!t)
 		return NULL;
+	t->min_bits = 8;             /* the NUL */
 	if (!is_punct(peek(p, 0), '{'))
 		return t;
 	next(p);
@@ -876,6 +890,7 @@ static int parse_declarator(struct parser *p, const struct rd_type *base, const 
 		a->ref = dims[i].ref;
 		a->align = ty->align;
 		a->depth = ty->depth + 1;
+		a->min_bits = a->kind == RD_ARRAY ? bits_mul(a->length, ty->min_bits) : 0;
 		if (a->depth > RD_TYPE_DEPTH)
 			return fail(p, dims[i].line, "type nested more than %d deep", RD_TYPE_DEPTH);
 		ty = a;
@@ -885,10 +900,44 @@ static int parse_declarator(struct parser *p, const struct rd_type *base, const 
 	return 0;
 }
 
+/* A field name and where it was declared, for the duplicate check. */
+struct field_name {
+	const char *name;
+	uint32_t index;
+	unsigned line;
+};
+
+static int cmp_field_name(const void *a, const void *b)
+{
+	const struct field_name *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * Fail on the first field (in declaration order) whose name an earlier one
+ * has. Sorting keeps this O(n log n): a struct may have MEMBERS_MAX fields,
+ * and comparing each with all before it took seconds per struct.
+ */
+static int check_duplicates(struct parser *p, struct vec *names)
+{
+	struct field_name *f = names->v;
+	const struct field_name *dup = NULL;
+	if (names->n < 2)
+		return 0;
+	qsort(f, names->n, sizeof(*f), cmp_field_name);
+	for (size_t i = 1; i < names->n; i++)
+		if (!strcmp(f[i].name, f[i - 1].name) && (!dup || f[i].index < dup->index) &&
+		    (i < 2 || strcmp(f[i].name, f[i - 2].name)))
+			dup = &f[i];
+	return dup ? fail(p, dup->line, "duplicate field '%s'", dup->name) : 0;
+}
+
 /* '{' fields '}' of a struct or variant. */
 static int parse_fields(struct parser *p, struct rd_type *t)
 {
 	struct vec members = { .esz = sizeof(struct rd_member) };
+	struct vec names = { .esz = sizeof(struct field_name) };
 	int r = -EINVAL;
 	if (expect(p, '{', "'{'") < 0)
 		return -EINVAL;
@@ -913,23 +962,21 @@ static int parse_fields(struct parser *p, struct rd_type *t)
 			unsigned line = peek(p, 0)->line;
 			if (parse_declarator(p, base, &name, &mt) < 0)
 				goto out;
-			const struct rd_member *m = members.v;
-			for (size_t i = 0; i < members.n; i++)
-				if (!strcmp(m[i].name, name)) {
-					fail(p, line, "duplicate field '%s'", name);
-					goto out;
-				}
 			if (members.n >= MEMBERS_MAX) {
 				fail(p, line, "too many fields");
 				goto out;
 			}
 			struct rd_member *nm = vec_push(&members);
-			if (!nm) {
+			struct field_name *fn = vec_push(&names);
+			if (!nm || !fn) {
 				oom(p);
 				goto out;
 			}
 			nm->name = name;
 			nm->type = mt;
+			fn->name = name;
+			fn->index = (uint32_t)members.n - 1;
+			fn->line = line;
 			if (!is_punct(peek(p, 0), ','))
 				break;
 			next(p);
@@ -937,12 +984,18 @@ static int parse_fields(struct parser *p, struct rd_type *t)
 		if (expect(p, ';', "';' after a field") < 0)
 			goto out;
 	}
-	if (expect(p, '}', "'}'") < 0)
+	if (expect(p, '}', "'}'") < 0 || check_duplicates(p, &names) < 0)
 		goto out;
+	/* A struct takes all its fields, a variant one of its options. */
+	t->min_bits = t->kind == RD_VARIANT && members.n ? UINT64_MAX : 0;
 	for (size_t i = 0; i < members.n; i++) {
 		const struct rd_member *m = &((const struct rd_member *)members.v)[i];
 		if (m->type->depth + 1 > t->depth)
 			t->depth = m->type->depth + 1;
+		if (t->kind == RD_VARIANT)
+			t->min_bits = m->type->min_bits < t->min_bits ? m->type->min_bits : t->min_bits;
+		else
+			t->min_bits = bits_add(t->min_bits, m->type->min_bits);
 	}
 	if (t->depth > RD_TYPE_DEPTH) {
 		fail(p, t->line, "type nested more than %d deep", RD_TYPE_DEPTH);
@@ -957,6 +1010,7 @@ static int parse_fields(struct parser *p, struct rd_type *t)
 	r = 0;
 out:
 	vec_free(&members);
+	vec_free(&names);
 	return r;
 }
 

@@ -9,7 +9,8 @@
  * alignment, both byte orders, several stream classes and clocks). Anything
  * else is refused with a message naming the line. Input is untrusted: sizes,
  * nesting depth and memory are capped, and no input can make it crash or
- * loop.
+ * loop. Each type records the fewest bits its values take (min_bits), which
+ * the decoder uses to bound its work by the input.
  *
  * The model is read-only once built and is shared by every stream cursor.
  */
@@ -56,6 +57,17 @@ struct rd_type {
 	uint32_t align;              /* bits, effective */
 	uint32_t line;               /* where it was declared */
 	uint32_t depth;              /* 1 for a leaf, else 1 + the deepest child */
+	/*
+	 * The fewest bits a value of this type takes, alignment padding aside
+	 * (saturates at UINT64_MAX): its size for an integer, enum or float, 8
+	 * for a string (the NUL), the sum for a struct, the smallest option
+	 * for a variant, length x element for an array, 0 for a sequence. 0
+	 * means a value may consume no input, so the decoder charges its work
+	 * to the packet's budget (decode.h); above 0 it bounds the length of
+	 * an array or sequence by the bits left. Types built by hand may leave
+	 * it 0 (the safe value).
+	 */
+	uint64_t min_bits;
 	/* RD_INT, RD_ENUM (its container), RD_FLOAT */
 	uint32_t size;               /* bits */
 	uint8_t is_signed;
