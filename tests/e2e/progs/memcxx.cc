@@ -9,7 +9,11 @@
 #include <thread>
 #include <vector>
 
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 // Through here, new/delete pairs cannot be elided by the compiler.
 static void *volatile escape;
