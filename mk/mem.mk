@@ -7,10 +7,10 @@ all: $(MEMLIB)
 
 # -fexceptions: a std::bad_alloc from the real operator new unwinds through
 # the wrappers. Frame pointers: stacks captured in the wrappers walk them.
-$(MEMLIB): src/mem/memtrace.c src/mem/mem_family.h $(LIBSO) include/ringtrace/*.h
+$(MEMLIB): src/mem/memtrace.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h src/mem/mem_family.h $(LIBSO) include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fexceptions -fno-omit-frame-pointer -fvisibility=hidden -shared \
-	    -o $@ $< $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
+	    -o $@ src/mem/memtrace.c src/mem/memagg.c $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
 
 # The test programs of the allocation tracer are ordinary programs: not
 # linked with libringtrace (the tracer needs no rebuild).
@@ -23,3 +23,10 @@ $(O)/tests/e2e/memcxx: tests/e2e/progs/memcxx.cc
 	$(CXX) $(CPPFLAGS) $(filter-out -std=gnu11 -Wstrict-prototypes -Wmissing-prototypes,$(CFLAGS)) \
 	    -std=gnu++17 -o $@ $< $(LDFLAGS) -lpthread
 tests-build: $(O)/tests/e2e/memcxx
+
+# The aggregate mode's counters under threads (tests/stress/stress_memagg.c):
+# memagg.c compiled in, as the preloaded library has it.
+$(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h $(CORE_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c $(CORE_A) $(LDFLAGS) \
+	    $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)

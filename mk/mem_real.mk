@@ -11,7 +11,8 @@ DEB_PKGS += sqlite3 libjemalloc-dev
 
 MR_DIR   := $(O)/tests/mem
 MR_WARN  := -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
-MR_PROGS := $(MR_DIR)/cxx_containers $(MR_DIR)/jemalloc_sizes $(MR_DIR)/fork_exec
+MR_PROGS := $(MR_DIR)/cxx_containers $(MR_DIR)/jemalloc_sizes $(MR_DIR)/fork_exec \
+            $(MR_DIR)/follow_tree
 
 $(MR_DIR)/cxx_containers: tests/e2e/mem_progs/cxx_containers.cc
 	@mkdir -p $(dir $@)
@@ -24,6 +25,11 @@ $(MR_DIR)/jemalloc_sizes: tests/e2e/mem_progs/jemalloc_sizes.c
 	$(CC) -std=gnu11 -O2 -g $(MR_WARN) -o $@ $< -ljemalloc
 
 $(MR_DIR)/fork_exec: tests/e2e/mem_progs/fork_exec.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(MR_WARN) -o $@ $<
+
+# A process tree for tests/e2e/follow.sh (--follow-fork, --follow-exec).
+$(MR_DIR)/follow_tree: tests/e2e/mem_progs/follow_tree.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(MR_WARN) -o $@ $<
 

@@ -112,6 +112,7 @@ unit gcc build
 unit clang build-clang
 [ -x build/tests/stress_ringbuf ] && stress gcc build/tests/stress_ringbuf 200000
 [ -x build/tests/stress_stackmap ] && check "gcc stress stackmap" timeout 600 build/tests/stress_stackmap
+[ -x build/tests/stress_memagg ] && check "gcc stress allocation counters" timeout 600 build/tests/stress_memagg
 if [ -x build/tests/stress_rcu ]; then
 	check "gcc stress grace periods (rseq)" timeout 600 build/tests/stress_rcu
 	check "gcc stress grace periods (atomic)" timeout 600 build/tests/stress_rcu --no-rseq --swaps 200
@@ -136,11 +137,20 @@ fi
 if [ -x tests/e2e/mem.sh ]; then
 	suite "allocation tracer (gcc build)" tests/e2e/mem.sh build
 fi
+if [ -x tests/e2e/mem_agg.sh ]; then
+	suite "allocation counters (aggregate mode, gcc build)" tests/e2e/mem_agg.sh build
+fi
+if [ -x tests/e2e/follow.sh ]; then
+	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
+fi
 if [ -x tests/e2e/mem_real.sh ]; then
 	suite "real programs under the allocation tracer (gcc build)" tests/e2e/mem_real.sh build
 fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
+fi
+if [ -x tests/e2e/reader_bounds.sh ]; then
+	suite "readers on hostile metadata end in bounded time (gcc build)" tests/e2e/reader_bounds.sh build
 fi
 
 echo "# ASan + UBSan"
@@ -149,6 +159,7 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 	[ -x build-asan/tests/stress_ringbuf ] && stress asan build-asan/tests/stress_ringbuf 50000
 	[ -x build-asan/tests/stress_stackmap ] && check "asan stress stackmap" timeout 600 build-asan/tests/stress_stackmap
 	[ -x build-asan/tests/stress_rcu ] && check "asan stress grace periods" timeout 600 build-asan/tests/stress_rcu --swaps 200
+	[ -x build-asan/tests/stress_memagg ] && check "asan stress allocation counters" timeout 600 build-asan/tests/stress_memagg --per 20000
 	if [ -x tests/e2e/run.sh ]; then
 		suite "end-to-end (asan build)" env ASAN_OPTIONS=detect_leaks=1 tests/e2e/run.sh build-asan
 		[ -x tests/e2e/stacks.sh ] && suite "stacks at tracepoints (asan build)" \
@@ -161,6 +172,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		# library from the plain build (a sanitizer runtime must load first).
 		[ -x tests/e2e/mem.sh ] && suite "allocation tracer (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem.sh build-asan
+		[ -x tests/e2e/mem_agg.sh ] && suite "allocation counters (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
 		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
 	fi
@@ -169,10 +182,11 @@ fi
 echo "# TSan"
 if check "tsan build" make -j"$JOBS" CC=clang SAN=thread WERROR=1 build-tsan/tests/stress_ringbuf \
 	$( [ -f tests/stress/stress_stackmap.c ] && echo build-tsan/tests/stress_stackmap ) \
-	build-tsan/tests/stress_rcu; then
+	build-tsan/tests/stress_rcu build-tsan/tests/stress_memagg; then
 	stress tsan build-tsan/tests/stress_ringbuf 30000
 	[ -x build-tsan/tests/stress_stackmap ] && check "tsan stress stackmap" timeout 600 build-tsan/tests/stress_stackmap
 	check "tsan stress grace periods" timeout 600 build-tsan/tests/stress_rcu --swaps 100
+	check "tsan stress allocation counters" timeout 600 build-tsan/tests/stress_memagg --per 20000
 fi
 
 echo "# fuzz smoke"

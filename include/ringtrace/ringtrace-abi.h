@@ -270,6 +270,12 @@ RINGTRACE__EXPORT void ringtrace__trigger(struct ringtrace__rb *rb, const char *
 /* ---- clock ------------------------------------------------------------- */
 
 RINGTRACE__EXPORT uint64_t ringtrace__clock_monotonic(void);
+/* The calling thread's stack as an id of the current region's stack map,
+ * for the allocation tracer's aggregate mode (src/mem/memagg.c): the
+ * stack from the caller of the function that calls this one. Returns
+ * RINGTRACE__STACK_NONE when no region with stacks is attached or the map
+ * is full. Async-signal-safe; never allocates (the tracer's own). */
+RINGTRACE__EXPORT uint32_t ringtrace__stack_id(void);
 
 static inline uint64_t ringtrace__now(const struct ringtrace__rb *rb)
 {

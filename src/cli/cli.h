@@ -31,6 +31,7 @@ int cmd_snapshot_disable(int argc, char **argv);
 int cmd_mem(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 struct ctf_buf;
 struct rd_item;

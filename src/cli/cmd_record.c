@@ -25,15 +25,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/mem_agg_io.h"
 #include "common/clock.h"
 #include "common/sig.h"
 #include "ctf/metadata.h"
@@ -64,6 +69,7 @@ struct rec {
 	/* options */
 	const char *outdir_opt;
 	uint64_t buf_size;
+	int buf_size_set;            /* --buffer-size given */
 	uint32_t nsb;
 	uint32_t mode;
 	char patterns[sizeof(((struct ringtrace__shm_header *)0)->patterns)];
@@ -74,6 +80,8 @@ struct rec {
 	int flight;                  /* --flight-recorder (or --snapshot) */
 	int snapshot;                /* -p PID --snapshot: snapshot mode on a running program */
 	int memtrace;                /* --mem: the allocation tracer is preloaded */
+	int aggregate;               /* --aggregate: counters instead of events (src/mem/mem_agg.h) */
+	int agg_fd;                  /* their block (a memfd the program inherits), -1 if none */
 	char memlib[PATH_MAX];       /* its path */
 	const char *snap_on;         /* --snapshot-on */
 	const char *min_interval;    /* --min-interval MS */
@@ -82,6 +90,12 @@ struct rec {
 	char snap_time[40];          /* when, ISO 8601 */
 	uint32_t stack_bits;         /* --stack-bits: the map's pool is 2^bits */
 	const char *progname;        /* for the directory name and procname */
+	int follow_fork;             /* --follow-fork: forked children get traces of their own */
+	int follow_exec;             /* --follow-exec: so do programs executed */
+	struct follow *follow;       /* the program's recording: the followers */
+	const char *follow_kind;     /* a followed process's recording: "fork" or "exec" */
+	pid_t follow_ppid;           /* ... and its parent */
+	int follow_empty;            /* ... which recorded nothing: no trace kept */
 
 	char *outdir;
 	int outdir_created;          /* we made it: remove it if we fail early */
@@ -144,7 +158,8 @@ static void usage(FILE *f)
 		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
 		"                     it exits, then detach (it runs on unaffected)\n"
 		"  -o DIR             output directory (default: ringtrace-PROGRAM-DATE-TIME)\n"
-		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M; K, M, G suffixes)\n"
+		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M, 8M with --mem;\n"
+		"                     K, M, G suffixes)\n"
 		"  --subbuffers N     sub-buffers per CPU, a power of two from 2 to 1024 (default 8)\n"
 		"  --mode MODE        discard: drop new events when full (default);\n"
 		"                     overwrite: overwrite the oldest sub-buffers\n"
@@ -153,9 +168,16 @@ static void usage(FILE *f)
 		"  --stacks           every event carries the stack that fired it (a 4-byte id\n"
 		"                     in the stack map saved under DIR/stacks)\n"
 		"  --stack-bits N     the stack map holds 2^N stacks, N from 10 to 18 (default 14)\n"
+		"  --follow-fork      record each child the program forks (and their children)\n"
+		"                     with the same options, into DIR/children/PID-NAME\n"
+		"  --follow-exec      record each program it (or a followed child) executes, into\n"
+		"                     DIR/children/PID-NAME; with --mem the tracer stays preloaded\n"
 		"  --mem              trace every allocation and free (malloc, C++ new/delete,\n"
 		"                     anonymous mmap) with the preloaded libringtrace-malloc.so;\n"
 		"                     no rebuild: 'ringtrace report DIR' reads the trace\n"
+		"  --aggregate        with --mem: count per stack (with --stacks) or per call site\n"
+		"                     in shared memory instead of logging every call; 'ringtrace\n"
+		"                     top PID' shows them live, DIR/mem/aggregate.bin keeps them\n"
 		"  --flight-recorder  trace into the program's own buffers in overwrite mode and\n"
 		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
 		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
@@ -262,12 +284,22 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
+		if (!strcmp(a, "--follow-fork") || !strcmp(a, "--follow-exec")) {
+			if (a[9] == 'f')
+				r->follow_fork = 1;
+			else
+				r->follow_exec = 1;
+			i--;         /* no value */
+			continue;
+		}
 		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder") || !strcmp(a, "--snapshot") ||
-		    !strcmp(a, "--mem")) {
+		    !strcmp(a, "--mem") || !strcmp(a, "--aggregate")) {
 			if (!strcmp(a, "--stacks"))
 				r->stacks = 1;
 			else if (!strcmp(a, "--mem"))
 				r->memtrace = 1;
+			else if (!strcmp(a, "--aggregate"))
+				r->aggregate = r->memtrace = 1;
 			else if (!strcmp(a, "--snapshot"))
 				r->snapshot = 1;
 			else
@@ -284,6 +316,7 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
 			r->attach_spec = v;
 		} else if (!strcmp(a, "--buffer-size")) {
+			r->buf_size_set = 1;
 			if (cli_parse_size(v, &r->buf_size) < 0) {
 				fprintf(stderr, PFX "bad --buffer-size '%s' (a size such as 2M)\n", v);
 				return -1;
@@ -337,13 +370,17 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			return -1;
 		}
 	}
+	if ((r->follow_fork || r->follow_exec) && (r->attach_spec || r->flight || r->snapshot)) {
+		fprintf(stderr, PFX "--follow-fork and --follow-exec go with a program to run, without -p or snapshots\n");
+		return -1;
+	}
 	if (r->attach_spec) {
 		if (i < argc) {
 			fprintf(stderr, PFX "-p attaches to a running program: no PROGRAM may follow\n");
 			return -1;
 		}
 		if (r->patterns_len || r->mode != RINGTRACE__MODE_DISCARD || r->stacks || r->stack_bits || r->flight ||
-		    r->memtrace ||
+		    r->memtrace || r->aggregate ||
 		    r->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB || r->nsb != RB_DEFAULT_NSB) {
 			fprintf(stderr, PFX "with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'\n");
 			return -1;
@@ -367,6 +404,10 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		fprintf(stderr, PFX "no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])\n");
 		return -1;
 	}
+	/* An allocation-heavy program makes events faster than most: four
+	 * times the room unless told (an event lost is a free missed). */
+	if (r->memtrace && !r->aggregate && !r->buf_size_set)
+		r->buf_size *= 4;
 	uint64_t sb = r->buf_size / r->nsb;
 	if (!is_pow2(r->buf_size) || sb < (1u << RB_SB_MIN_SHIFT) || sb > (1u << RB_SB_MAX_SHIFT)) {
 		fprintf(stderr, PFX "--buffer-size %llu with %u sub-buffers: the size must be a power of two and each sub-buffer between 4K and 4M\n",
@@ -387,6 +428,14 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	r->progname = r->argv[0];
 	if (r->memtrace && find_memlib(r->memlib, sizeof(r->memlib)) < 0)
 		return -1;
+	if (r->aggregate && r->flight) {
+		fprintf(stderr, PFX "--aggregate keeps counters, not events: no snapshots of them (drop --flight-recorder)\n");
+		return -1;
+	}
+	if (r->aggregate && (r->follow_fork || r->follow_exec)) {
+		fprintf(stderr, PFX "--aggregate does not follow children yet: drop --follow-fork/--follow-exec\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -718,6 +767,9 @@ static int write_metadata(struct rec *r, int final)
 		{ "ringtrace_snapshot", NULL, (int64_t)r->snap_no },
 		{ "ringtrace_snapshot_trigger", r->snap_trigger ? r->snap_trigger : "", 0 },
 		{ "ringtrace_snapshot_time", r->snap_time, 0 },
+		/* A followed process only (the last two): how it came, from whom. */
+		{ "ringtrace_follow", r->follow_kind ? r->follow_kind : "", 0 },
+		{ "ringtrace_parent_vpid", NULL, (int64_t)r->follow_ppid },
 	};
 	struct ctf_trace_desc t = { 0 };
 	memcpy(t.uuid, r->uuid, 16);
@@ -734,7 +786,7 @@ static int write_metadata(struct rec *r, int final)
 	t.thread_names = threads;
 	t.vpid = r->child;
 	t.env = env;
-	t.n_env = sizeof(env) / sizeof(env[0]);
+	t.n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);
 	t.events = ev;
 	t.n_events = r->nevents;
 
@@ -800,6 +852,8 @@ static int reader_from_region(struct rec *r)
 
 /* ---- the run ------------------------------------------------------------ */
 
+static void follow_env(const struct rec *r);
+
 static int start_child(struct rec *r)
 {
 	int errpipe[2];
@@ -842,6 +896,14 @@ static int start_child(struct rec *r)
 			snprintf(pre, sizeof(pre), "%s%s%s", r->memlib, old && *old ? ":" : "", old ? old : "");
 			setenv("LD_PRELOAD", pre, 1);
 			setenv("RINGTRACE_MEM", "1", 1);
+		}
+		if (r->follow)
+			follow_env(r);
+		if (r->aggregate && r->agg_fd >= 0) {
+			char agg[32];
+			snprintf(agg, sizeof(agg), "fd:%d", r->agg_fd);
+			fcntl(r->agg_fd, F_SETFD, 0);
+			setenv("RINGTRACE_MEM_AGG", agg, 1);
 		}
 		execvp(r->argv[0], r->argv);
 		int e = errno;
@@ -1006,8 +1068,17 @@ static void finish(struct rec *r, int salvage)
 	/* Committed but unreadable: cut off after a record its writer never
 	 * finished, or in a sub-buffer whose header never got written. */
 	r->lost_crash = st.crash_lost + st.corrupt_events;
+	/* A followed process that did nothing (a child that exec'ed at
+	 * once): no trace, the caller says so. */
+	if (r->follow_kind && st.events == 0 && r->lost_full + r->lost_overwrite + r->lost_too_big +
+	    r->lost_nocpu + r->lost_crash == 0) {
+		r->follow_empty = 1;
+		return;
+	}
 	int meta_ok = write_metadata(r, 1) == 0;
 	if (save_stacks(r) < 0)
+		r->write_failed = 1;
+	if (r->aggregate && r->agg_fd >= 0 && agg_save(r->agg_fd, r->outdir) < 0)
 		r->write_failed = 1;
 
 	char extra[160] = "";
@@ -1030,6 +1101,8 @@ static void finish(struct rec *r, int salvage)
 }
 
 static int record_attach(struct rec *r);
+static int follow_begin(struct rec *r);
+static void follow_end(struct rec *r, unsigned linger_ms);
 static int record_flight(struct rec *r);
 
 static int record_attach_snapshot(struct rec *r);
@@ -1039,6 +1112,7 @@ int cmd_record(int argc, char **argv)
 	struct rec r = { 0 };
 	int status = 2;
 	r.shm_fd = -1;
+	r.agg_fd = -1;
 
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
@@ -1070,6 +1144,8 @@ int cmd_record(int argc, char **argv)
 	if (make_outdir(&r) < 0)
 		return 2;
 	r.shm_fd = -1;
+	if (r.aggregate && (r.agg_fd = agg_create(r.stacks)) < 0)
+		return 2;
 	int k = rb_shm_create(rb_shm_dir(), &p, &r.shm_path, &r.shm_fd, &r.mem, &r.mem_size);
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot create the shared-memory buffers in %s: %s\n", rb_shm_dir(),
@@ -1101,8 +1177,11 @@ int cmd_record(int argc, char **argv)
 	clk_sample(r.clock, &r.c0);
 	if (r.flight)
 		return record_flight(&r);
+	if ((r.follow_fork || r.follow_exec) && follow_begin(&r) < 0)
+		goto fail_dir;
 	if ((k = start_child(&r)) < 0) {
 		status = k < -1 ? -k : 2;
+		follow_end(&r, 0);
 		goto fail_dir;
 	}
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
@@ -1132,6 +1211,8 @@ int cmd_record(int argc, char **argv)
 		ctl_remove_if_stale((pid_t)r.rb->hdr->attached_pid);
 
 	finish(&r, 1);
+	/* Then every followed process, until the last one has exited. */
+	follow_end(&r, 200);
 
 	if (WIFEXITED(wstatus))
 		status = WEXITSTATUS(wstatus);
@@ -1281,6 +1362,315 @@ out:
 		rmdir(r->outdir);
 	cleanup(r);
 	return status;
+}
+
+/* ---- --follow-fork, --follow-exec ------------------------------------------ */
+
+/*
+ * A followed process (a child the program forks, with --follow-fork; a
+ * program it or a followed child executes, with --follow-exec) traces
+ * into buffers of its own, allocated with our parameters before it goes
+ * on (src/lib/agent.c, follow_start()), and tells us so: one datagram on
+ * a socket of ours whose abstract name RINGTRACE_FOLLOW gives it. The
+ * kernel tells us who sent it (SO_PASSCRED): only our user's processes
+ * (any with root) are followed. One thread receives them; each followed
+ * process then gets a thread that does what `record -p` does (control
+ * block, buffers mapped through /proc/PID/fd/N, reader claimed), wakes it
+ * (it waits for us 100 ms at most), and records it into
+ * DIR/children/PID-NAME until it exits or execs (the new program is a
+ * trace of its own). Its summary line is printed when it ends.
+ *
+ * The recording ends when the program has exited, no followed process is
+ * left, and no notice came for a short while (a child forked just before
+ * its parent exited may still be on its way).
+ */
+struct follow_sess {
+	struct follow_sess *next;
+	pthread_t th;
+	struct follow *f;
+	pid_t pid, ppid;
+	char kind[8];
+};
+
+struct follow {
+	const struct rec *top;       /* the program's recording: options, DIR */
+	int fd;                      /* our datagram socket */
+	char name[64];               /* its abstract name, without the NUL */
+	pthread_t th;
+	pthread_mutex_t lock;        /* the fields below */
+	struct follow_sess *sessions;
+	unsigned running;            /* sessions still recording */
+	uint64_t last_ms;            /* when the last one started or ended */
+	int stop;
+};
+
+/* In the program's child, before exec: what followed processes record
+ * with, and where they say so. */
+static void follow_env(const struct rec *r)
+{
+	char v[256];
+	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s", r->follow_fork,
+		 r->follow_exec, (unsigned long long)(r->buf_size / r->nsb), r->nsb, r->mode, r->stacks,
+		 r->stack_bits, r->follow->name);
+	setenv("RINGTRACE_FOLLOW", v, 1);
+	/* -e patterns, one a line (for exec'ed programs: a forked child
+	 * inherits its parent's selection). */
+	char ev[sizeof(r->patterns)];
+	size_t n = 0;
+	for (const char *p = r->patterns; *p && n + strlen(p) + 1 < sizeof(ev); p += strlen(p) + 1)
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "%s%s", n ? "\n" : "", p);
+	ev[n] = 0;
+	if (n)
+		setenv("RINGTRACE_FOLLOW_EVENTS", ev, 1);
+	/* The allocation tracer stays in LD_PRELOAD of executed programs. */
+	if (r->memtrace && r->follow_exec)
+		setenv("RINGTRACE_MEM_FOLLOW", "1", 1);
+}
+
+/* DIR/children/PID-NAME (NAME with characters other than [A-Za-z0-9._-]
+ * replaced; -2, -3... when taken: a program that executes one with the
+ * same name). 0, or -1 after a message. */
+static int follow_outdir(struct rec *r, const char *top)
+{
+	char name[32], path[PATH_MAX];
+	size_t i;
+	for (i = 0; r->comm[i] && i < sizeof(name) - 1; i++) {
+		unsigned char c = (unsigned char)r->comm[i];
+		name[i] = isalnum(c) || c == '.' || c == '_' || c == '-' ? (char)c : '_';
+	}
+	name[i] = 0;
+	snprintf(path, sizeof(path), "%s/children", top);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (int n = 1; n < 1000; n++) {
+		if (n == 1)
+			snprintf(path, sizeof(path), "%s/children/%d-%s", top, (int)r->child, name);
+		else
+			snprintf(path, sizeof(path), "%s/children/%d-%s-%d", top, (int)r->child, name, n);
+		if (mkdir(path, 0755) == 0) {
+			r->outdir = strdup(path);
+			r->outdir_created = 1;
+			return r->outdir ? 0 : -1;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
+	return -1;
+}
+
+static void *follow_session(void *arg)
+{
+	struct follow_sess *s = arg;
+	struct follow *f = s->f;
+	struct rec rr = { 0 }, *r = &rr;
+	char err[512];
+	r->shm_fd = -1;
+	r->agg_fd = -1;
+	r->memtrace = f->top->memtrace;
+	r->stacks = f->top->stacks;
+	r->follow_kind = s->kind;
+	r->follow_ppid = s->ppid;
+	r->child = s->pid;
+	struct ctl_ring ring;
+	if (ctl_open(s->pid, &r->ctl, err, sizeof(err)) < 0 || ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+		/* Gone already (its wait for us timed out), or untraceable. */
+		if (kill(s->pid, 0) == 0)
+			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
+		goto out;
+	}
+	memcpy(r->comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
+	r->comm[sizeof(r->ctl.b->comm)] = 0;
+	r->progname = r->comm;
+	r->mem = ring.mem;
+	r->mem_size = ring.size;
+	r->rb = ring.rb;
+	if (ctl_ring_claim_reader(r->rb, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
+		goto out;
+	}
+	r->reader_claimed = 1;
+	/* Pairs with the acquire load in follow_start(): it goes on now. */
+	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
+	int k = reader_from_region(r);
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));
+		goto out;
+	}
+	if (alloc_stream_fds(r) < 0 || follow_outdir(r, f->top->outdir) < 0)
+		goto out;
+	/* Its buffers are its own, fresh: every loss counted in them is a
+	 * loss of this recording. */
+	for (;;) {
+		unsigned got = record_round(r);
+		if (!attached_process_alive(r))
+			break;
+		if (got == 0)
+			rb_reader_wait(r->reader, 100);
+	}
+	finish(r, 1);
+	if (r->follow_empty) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/metadata", r->outdir);
+		unlink(path);
+		if (rmdir(r->outdir) == 0)
+			fprintf(stderr, PFX "process %d (%s) had no event before it exec'ed or exited: no trace kept\n",
+				(int)s->pid, r->comm);
+	}
+	ctl_remove_if_stale(s->pid);
+out:
+	release_reader(r);
+	cleanup(r);
+	pthread_mutex_lock(&f->lock);
+	f->running--;
+	f->last_ms = mono_ms();
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+/* One notice: "RTFOLLOW1 fork|exec PPID", from the pid the kernel names. */
+static void follow_receive(struct follow *f)
+{
+	char buf[128];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct ucred))];
+	} c;
+	struct iovec iov = { buf, sizeof(buf) - 1 };
+	struct msghdr m = { 0 };
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = &c;
+	m.msg_controllen = sizeof(c);
+	ssize_t n = recvmsg(f->fd, &m, MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	const struct ucred *cr = NULL;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS &&
+		    h->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+			cr = (const struct ucred *)(const void *)CMSG_DATA(h);
+	char kind[8];
+	int ppid;
+	if (!cr || cr->pid <= 0 || (cr->uid != geteuid() && geteuid() != 0) ||
+	    sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec")))
+		return;
+	struct follow_sess *s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->f = f;
+	s->pid = cr->pid;
+	s->ppid = ppid;
+	snprintf(s->kind, sizeof(s->kind), "%s", kind);
+	pthread_mutex_lock(&f->lock);
+	if (pthread_create(&s->th, NULL, follow_session, s) == 0) {
+		s->next = f->sessions;
+		f->sessions = s;
+		f->running++;
+		f->last_ms = mono_ms();
+	} else {
+		fprintf(stderr, PFX "cannot follow process %d: no thread\n", (int)s->pid);
+		free(s);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The receiving thread: until told to stop, and then until the socket
+ * is empty. All signals blocked (inherited: the main thread gets them). */
+static void *follow_main(void *arg)
+{
+	struct follow *f = arg;
+	for (;;) {
+		int stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
+		int k = poll(&pfd, 1, stop ? 0 : 50);
+		if (k > 0)
+			follow_receive(f);
+		else if (stop)
+			break;
+	}
+	return NULL;
+}
+
+/* The socket and its thread, before the program starts. 0 or -1 after a
+ * message. */
+static int follow_begin(struct rec *r)
+{
+	struct follow *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	f->top = r;
+	pthread_mutex_init(&f->lock, NULL);
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)mono_ms();
+	snprintf(f->name, sizeof(f->name), "ringtrace-follow-%d-%08x", (int)getpid(), rnd);
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	size_t n = strlen(f->name);
+	memcpy(a.sun_path + 1, f->name, n);
+	int one = 1;
+	f->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    setsockopt(f->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+		fprintf(stderr, PFX "cannot create the socket followed processes report to: %s\n", strerror(errno));
+		goto fail;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int k = pthread_create(&f->th, NULL, follow_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (k != 0) {
+		fprintf(stderr, PFX "cannot start the thread that follows processes: %s\n", strerror(k));
+		goto fail;
+	}
+	r->follow = f;
+	return 0;
+fail:
+	if (f->fd >= 0)
+		close(f->fd);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	return -1;
+}
+
+/* Wait until no followed process is left and no notice came for
+ * linger_ms (after the program's end too), then stop and free. */
+static void follow_end(struct rec *r, unsigned linger_ms)
+{
+	struct follow *f = r->follow;
+	if (!f)
+		return;
+	uint64_t t0 = mono_ms();
+	for (;;) {
+		pthread_mutex_lock(&f->lock);
+		uint64_t now = mono_ms();
+		int idle = f->running == 0 && now - f->last_ms >= linger_ms && now - t0 >= linger_ms;
+		if (idle)
+			__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&f->lock);
+		if (idle)
+			break;
+		struct timespec d = { 0, 10 * 1000000L };
+		nanosleep(&d, NULL);
+	}
+	pthread_join(f->th, NULL);
+	/* The list is final once the receiver has stopped. */
+	while (f->sessions) {
+		struct follow_sess *s = f->sessions;
+		f->sessions = s->next;
+		pthread_join(s->th, NULL);
+		free(s);
+	}
+	close(f->fd);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	r->follow = NULL;
 }
 
 /* ---- snapshot: the buffers of a live program, tracing going on ------------- */

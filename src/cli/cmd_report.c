@@ -12,15 +12,21 @@
  * TRACE/stacks/maps (build ids checked).
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/mem_agg_io.h"
+#include "cli/stack_live.h"
+#include "mem/mem_agg.h"
 #include "mem/mem_family.h"
 #include "read/format.h"
 #include "read/reader.h"
@@ -62,6 +68,7 @@ struct agg {
 	uint64_t allocs, frees, failed;
 	uint64_t req, usable;
 	uint64_t live_n, live_req, live_usable;
+	uint64_t peak;               /* aggregate mode: the key's highest live bytes */
 	uint64_t xcpu, xthread;
 	uint64_t fams;               /* bit per family */
 	uint64_t site;               /* a call site (for stacks: the first seen) */
@@ -121,6 +128,9 @@ struct report {
 	uint64_t lost;
 	uint64_t events;
 	int has_stacks;
+	/* Counters of an aggregate-mode recording (DIR/mem/aggregate.bin). */
+	int aggregate;
+	uint64_t agg_untracked, agg_keys_full;
 };
 
 enum { SORT_REQ, SORT_ALLOCS, SORT_FREES, SORT_USABLE, SORT_FRAG, SORT_LEAKED, SORT_XCPU };
@@ -620,9 +630,8 @@ static int own_frame(struct sym_ctx *ctx, uint64_t ip)
 	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
 }
 
-static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
+static const struct stackmap_stack *find_stack(const struct stack_files *sf, uint32_t id)
 {
-	const struct stackmap_stack *st = NULL;
 	size_t lo = 0, hi = sf->nstacks;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -631,18 +640,30 @@ static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *
 		else
 			hi = mid;
 	}
-	if (lo < sf->nstacks && sf->stacks[lo].id == id)
-		st = &sf->stacks[lo];
+	return lo < sf->nstacks && sf->stacks[lo].id == id ? &sf->stacks[lo] : NULL;
+}
+
+/* Where the program's part of a stack starts: after the last frame of the
+ * tracer among the first few (the stack is captured inside its wrapper,
+ * and a C++ operator new has the runtime's own between two of ours:
+ * malloc <- libstdc++'s operator new <- ours <- the program). */
+static uint32_t first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st)
+{
+	uint32_t first = 0;
+	for (uint32_t i = 0; i < st->depth && i < 8; i++)
+		if (own_frame(ctx, st->ips[i]))
+			first = i + 1;
+	return first < st->depth ? first : st->depth ? st->depth - 1 : 0;
+}
+
+static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
+{
+	const struct stackmap_stack *st = find_stack(sf, id);
 	if (!st) {
 		fprintf(o, "%s(stack %u not in the trace's map)\n", indent, id);
 		return;
 	}
-	/* The stack was captured inside the tracer's wrapper (malloc, new):
-	 * start at its caller. */
-	uint32_t first = 0;
-	while (first + 1 < st->depth && own_frame(ctx, st->ips[first]))
-		first++;
-	for (uint32_t i = first; i < st->depth; i++) {
+	for (uint32_t i = first_frame(ctx, st); i < st->depth; i++) {
 		char *n = site_name(ctx, st->ips[i], 0);
 		fprintf(o, "%s%s\n", indent, n ? n : "?");
 		free(n);
@@ -654,7 +675,11 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 {
 	static const char *const by_name[] = { "call site", "stack", "function" };
 	double secs = r->have_t0 ? (double)(r->t_end_ns - r->t0_ns) / 1e9 : 0;
-	fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
+	if (r->aggregate)
+		fprintf(o, "Allocation report of %s (counters of %.3f s, aggregate mode: no per-event details)\n\n",
+			dir, secs);
+	else
+		fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
 	fprintf(o, "Totals\n");
 	fprintf(o, "  allocations          %" PRIu64 " (%" PRIu64 " failed)\n", r->allocs, r->failed);
 	fprintf(o, "  frees                %" PRIu64 "\n", r->frees);
@@ -678,6 +703,12 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "  errors               %" PRIu64 "\n", nerr);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
+	if (r->agg_untracked)
+		fprintf(o, "  UNTRACKED BLOCKS     %" PRIu64 " (no room in the table of live blocks: their frees count as unknown)\n",
+			r->agg_untracked);
+	if (r->agg_keys_full)
+		fprintf(o, "  OTHER                %" PRIu64 " calls counted under one row (no room for more keys)\n",
+			r->agg_keys_full);
 
 	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
 	fprintf(o, "\nBy %s (top %zu of %zu)\n", by_name[r->by], n, rows->n);
@@ -729,8 +760,18 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 					continue;
 				char *sa = site_name(ctx, e->site_alloc, 0), *sf_ = site_name(ctx, e->site_free, 0),
 				     *sg = site_name(ctx, e->site_again, 0);
-				fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
-				if (k == E_UNKNOWN || k == E_REALLOC_UNKNOWN)
+				if (r->aggregate && !e->site_free)
+					/* Counters only: no pointer, no free's site. */
+					fprintf(o, "    %" PRIu64 "x: %s%s%s\n", e->count,
+						k == E_MISMATCH ? "blocks allocated at " : "frees of blocks not known alive "
+											   "(double frees among them; aggregate mode "
+											   "keeps no sites of frees)",
+						k == E_MISMATCH ? sa : "", k == E_MISMATCH ? ", freed by another family" : "");
+				else
+					fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
+				if (r->aggregate && !e->site_free)
+					;
+				else if (k == E_UNKNOWN || k == E_REALLOC_UNKNOWN)
 					fprintf(o, "%s at %s\n", k == E_UNKNOWN ? mem_free_name(e->fam_free) : "realloc",
 						sf_);
 				else if (k == E_MISMATCH)
@@ -777,6 +818,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	json_num(o, "mmaps", r->mmaps, 1);
 	json_num(o, "munmaps", r->munmaps, 1);
 	json_num(o, "lost_events", r->lost, 1);
+	fprintf(o, "\"aggregate\": %s, ", r->aggregate ? "true" : "false");
+	json_num(o, "untracked_blocks", r->agg_untracked, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
 	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
@@ -838,6 +881,108 @@ static const char report_usage[] =
 	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
 	"                           [--debug-dir DIR]\n";
 
+/* The call site of stack ID: its first frame outside the tracer's
+ * wrappers (0 if the stack is not in the trace's map). */
+static uint64_t stack_site(const struct stack_files *sf, struct sym_ctx *ctx, uint32_t id)
+{
+	const struct stackmap_stack *st = find_stack(sf, id);
+	if (!st || !st->depth)
+		return 0;
+	return st->ips[first_frame(ctx, st)];
+}
+
+static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
+{
+	if (!a)
+		return;
+	a->allocs += s->allocs;
+	a->frees += s->frees;
+	a->failed += s->failed;
+	a->req += s->req;
+	a->usable += s->usable;
+	a->live_n += s->allocs - s->frees;
+	a->live_req += s->live_req;
+	a->live_usable += s->live_usable;
+	a->xcpu += s->xcpu;
+	a->fams |= s->fams;
+	a->peak += s->peak_req;
+	if (!a->site)
+		a->site = site;
+}
+
+/*
+ * The counters of an aggregate-mode recording (src/mem/mem_agg.h), added
+ * as the events would have been: per key (a stack, or a call site), the
+ * totals, the peak, mismatched and unknown frees. 0 when the trace has
+ * none, 1 when merged, -1 when the file is damaged.
+ */
+static void merge_block(struct report *r, void *m, size_t size, const struct stack_files *sf,
+			struct sym_ctx *ctx)
+{
+	uint32_t n;
+	if (memagg_check(m, size, &n))
+		memagg_fold(m);
+	const struct memagg_slot *slot = memagg_check(m, size, &n);
+	const struct memagg_header *h = m;
+	r->aggregate = 1;
+	for (uint32_t i = 0; slot && i < n; i++) {
+		const struct memagg_slot *s = &slot[i];
+		if (!s->key || (!s->allocs && !s->failed))
+			continue;
+		uint32_t stack = STACK_NONE;
+		uint64_t site = s->key;
+		if (s->key & MEMAGG_KEY_STACK) {
+			stack = (uint32_t)s->key;
+			site = stack_site(sf, ctx, stack);
+		} else if (s->key == MEMAGG_KEY_OTHER) {
+			site = 0;
+		}
+		add_agg(agg_get(&r->sites, site), s, site);
+		if (r->has_stacks)
+			add_agg(agg_get(&r->stacks, stack), s, site);
+		r->allocs += s->allocs;
+		r->frees += s->frees;
+		r->frees_known += s->frees;
+		r->failed += s->failed;
+		r->req += s->req;
+		r->usable += s->usable;
+		r->live_n += s->allocs - s->frees;
+		r->live_req += s->live_req;
+		r->live_usable += s->live_usable;
+		r->xcpu += s->xcpu;
+		if (s->mismatched) {
+			add_err(r, E_MISMATCH, 0, 0, site, 0, 0, 0, 0);
+			r->errs[r->nerrs - 1].count += s->mismatched - 1;
+			r->err_total[E_MISMATCH] += s->mismatched - 1;
+		}
+	}
+	if (h->unknown_frees) {
+		add_err(r, E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0);
+		r->errs[r->nerrs - 1].count += h->unknown_frees - 1;
+		r->err_total[E_UNKNOWN] += h->unknown_frees - 1;
+	}
+	/* Times from the program's attach (CLOCK_MONOTONIC). */
+	r->have_t0 = 1;
+	r->t0_ns = 0;
+	r->t_end_ns = h->end_ns > h->start_ns ? (int64_t)(h->end_ns - h->start_ns) : 0;
+	r->peak_req = h->peak_req;
+	r->peak_usable = h->peak_usable;
+	r->peak_ns = h->peak_ns > h->start_ns ? (int64_t)(h->peak_ns - h->start_ns) : 0;
+	r->agg_untracked = h->untracked;
+	r->agg_keys_full = h->keys_full;
+}
+
+static int merge_aggregate(struct report *r, const char *dir, const struct stack_files *sf, struct sym_ctx *ctx)
+{
+	size_t size;
+	void *m = agg_load(dir, &size);
+	if (!m)
+		return errno == ENOENT ? 0 : -1;
+	merge_block(r, m, size, sf, ctx);
+	free(m);
+	return 1;
+}
+
 static int run_report(struct report *r, const char *dir, FILE *o)
 {
 	char err[512];
@@ -877,13 +1022,20 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 			r->lost += it.count;
 	}
 	rd_trace_close(t);
-	if (!r->events && status == 0) {
+	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
+	k = merge_aggregate(r, dir, &sf, ctx);
+	if (k < 0) {
+		fprintf(stderr, PFX "%s/" AGG_FILE " is damaged: no counters from it\n", dir);
+		status = 1;
+	}
+	if (!r->events && !r->aggregate && status == 0) {
 		fprintf(stderr, PFX "%s has no allocation events (record with --mem)\n", dir);
+		if (ctx)
+			sym_ctx_free(ctx);
 		stack_files_free(&sf);
 		return 1;
 	}
 
-	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
 	struct aggtab *rows = r->by == 1 ? &r->stacks : &r->sites;
 	for (size_t i = 0; i < rows->n; i++)
 		rows->v[i].name = rows->v[i].key == STACK_NONE && r->by == 1 ? strdup("(no stack)") :
@@ -1064,4 +1216,161 @@ int cmd_mem(int argc, char **argv)
 	(void)run_report(&r, outdir, stdout);
 	report_free(&r);
 	return status;
+}
+
+/*
+ * `ringtrace top PID [-d SECONDS] [-n COUNT] [--top N]`: the live heap of
+ * a program recorded with `record --mem --aggregate`, by stack or call
+ * site, biggest first, refreshed every SECONDS (default 1) like top(1):
+ * the screen is redrawn on a terminal, otherwise each refresh is printed
+ * after the last. Ends when the program does, after COUNT refreshes, or
+ * on Ctrl-C.
+ */
+static volatile sig_atomic_t top_stop;
+
+static void top_on_signal(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+static void top_print(FILE *o, int pid, const struct memagg_header *h, long top, void *copy, size_t size,
+		      int tty)
+{
+	struct stack_files sf = { 0 };
+	char target[32];
+	snprintf(target, sizeof(target), "%d", pid);
+	/* The program's map and objects, copied now (a stack may be new). */
+	int have_sf = stack_live_load(target, &sf) == 0;
+	struct sym_ctx *ctx = have_sf ? symbolizer(&sf, NULL) : NULL;
+	struct report r = { 0 };
+	r.has_stacks = h->by_stack && sf.nstacks > 0;
+	merge_block(&r, copy, size, &sf, ctx);
+	struct aggtab *rows = r.has_stacks ? &r.stacks : &r.sites;
+	for (size_t i = 0; i < rows->n; i++) {
+		struct agg *a = &rows->v[i];
+		a->name = r.has_stacks && a->key == STACK_NONE ? strdup("(no stack)") :
+			  site_name(ctx, r.has_stacks ? a->site : a->key, 0);
+		if (!a->name)
+			a->name = strdup("?");
+	}
+	g_sort = SORT_LEAKED;
+	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_agg);
+	char b1[32], b2[32], b3[32];
+	if (tty)
+		fputs("\033[H\033[2J", o);
+	fprintf(o, "ringtrace top: pid %d, %.1f s; heap %s requested (%s allocated), peak %s at %.1f s\n", pid,
+		(double)(r.t_end_ns - r.t0_ns) / 1e9, cli_bytes(r.live_req, b1, sizeof(b1)),
+		cli_bytes(r.live_usable, b2, sizeof(b2)), cli_bytes(r.peak_req, b3, sizeof(b3)),
+		(double)r.peak_ns / 1e9);
+	fprintf(o, "  %" PRIu64 " allocations (%" PRIu64 " failed), %" PRIu64 " frees, %" PRIu64 " blocks alive\n",
+		r.allocs, r.failed, r.frees, r.live_n);
+	fprintf(o, "%12s %9s %12s %10s %10s  %s\n", "LIVE", "BLOCKS", "PEAK", "ALLOCS", "FREES",
+		r.has_stacks ? "STACK (allocator's caller)" : "SITE");
+	size_t n = top > 0 && (size_t)top < rows->n ? (size_t)top : rows->n;
+	for (size_t i = 0; i < n; i++) {
+		const struct agg *a = &rows->v[i];
+		fprintf(o, "%12" PRIu64 " %9" PRIu64 " %12" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n", a->live_req,
+			a->live_n, a->peak, a->allocs, a->frees, a->name);
+	}
+	if (!tty)
+		fputc('\n', o);
+	fflush(o);
+	if (ctx)
+		sym_ctx_free(ctx);
+	if (have_sf)
+		stack_files_free(&sf);
+	report_free(&r);
+}
+
+int cmd_top(int argc, char **argv)
+{
+	double delay = 1.0;
+	long count = 0, top = 20;
+	int pid = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf("usage: ringtrace top PID [-d SECONDS] [-n COUNT] [--top N]\n\n"
+			       "  The live heap of a program run under 'ringtrace record --mem --aggregate'\n"
+			       "  (with --stacks: by stack), biggest first: bytes alive, blocks, the key's\n"
+			       "  peak, allocations and frees. Refreshed every SECONDS (default 1) until the\n"
+			       "  program ends, COUNT refreshes were shown, or Ctrl-C.\n");
+			return 0;
+		}
+		if (!strcmp(a, "-d") || !strcmp(a, "-n") || !strcmp(a, "--top")) {
+			if (!v) {
+				fprintf(stderr, "ringtrace top: option '%s' needs a value\n", a);
+				return 2;
+			}
+			i++;
+			if (!strcmp(a, "-d")) {
+				delay = strtod(v, &end);
+				if (*end || end == v || !(delay >= 0.01 && delay <= 3600)) {
+					fprintf(stderr, "ringtrace top: bad -d '%s' (seconds, 0.01 to 3600)\n", v);
+					return 2;
+				}
+			} else {
+				long x = strtol(v, &end, 10);
+				if (*end || end == v || x < 0) {
+					fprintf(stderr, "ringtrace top: bad %s '%s' (a number)\n", a, v);
+					return 2;
+				}
+				*(!strcmp(a, "-n") ? &count : &top) = x;
+			}
+			continue;
+		}
+		long x = strtol(a, &end, 10);
+		if (a[0] == '-' || *end || end == a || x <= 0 || x > INT_MAX || pid) {
+			fprintf(stderr, "ringtrace top: unexpected argument '%s' (usage: ringtrace top PID [-d SECONDS] [-n COUNT] [--top N])\n", a);
+			return 2;
+		}
+		pid = (int)x;
+	}
+	if (!pid) {
+		fprintf(stderr, "ringtrace top: which program? (usage: ringtrace top PID [-d SECONDS] [-n COUNT] [--top N])\n");
+		return 2;
+	}
+	char err[256];
+	size_t size;
+	const struct memagg_header *h = agg_attach_pid(pid, &size, err, sizeof(err));
+	if (!h) {
+		fprintf(stderr, "ringtrace top: %s\n", err);
+		return 1;
+	}
+	void *copy = malloc(size);
+	if (!copy) {
+		fprintf(stderr, "ringtrace top: out of memory\n");
+		munmap((void *)h, size);
+		return 1;
+	}
+	struct sigaction sa = { .sa_handler = top_on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int tty = isatty(STDOUT_FILENO);
+	for (long shown = 0; !top_stop;) {
+		int alive = kill(pid, 0) == 0 || errno == EPERM;
+		/* A copy: the counters move while the rows are made. The end
+		 * time is now, as the recorder sets it when it saves them. */
+		memcpy(copy, h, size);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		((struct memagg_header *)copy)->end_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		top_print(stdout, pid, h, top, copy, size, tty);
+		if (!alive || (count && ++shown >= count))
+			break;
+		struct timespec d = { (time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9) };
+		while (!top_stop && nanosleep(&d, &d) < 0 && errno == EINTR)
+			;
+		if (kill(pid, 0) < 0 && errno == ESRCH) {
+			/* Gone: its last counters, once. */
+			memcpy(copy, h, size);
+			top_print(stdout, pid, h, top, copy, size, tty);
+			break;
+		}
+	}
+	free(copy);
+	munmap((void *)h, size);
+	return 0;
 }

@@ -28,6 +28,7 @@ static const struct {
 	{ "snapshot", cmd_snapshot, "write a running program's buffers as a trace; tracing goes on" },
 	{ "recover", cmd_recover, "write what a program's buffers (or a copy of them) hold as a trace" },
 	{ "mem", cmd_mem, "record a program's allocations with stacks and print the report" },
+	{ "top", cmd_top, "the live heap of a program recorded with --mem --aggregate, by stack or site" },
 	{ "report", cmd_report, "allocation report of a trace: call sites, leaks, errors" },
 	{ "check", cmd_check, "validate a trace: packets, timestamps, sequence numbers, losses" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },

@@ -20,10 +20,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -74,6 +78,21 @@ static struct region spare = { .fd = -1 };
 static uint32_t cfg_stacks, cfg_stack_bits;
 static pthread_t agent_thread;
 static int publish_delay_ms;         /* a forked child publishes late */
+
+/*
+ * `ringtrace record --follow-fork/--follow-exec` (RINGTRACE_FOLLOW, read
+ * once by the constructor): what a followed process records with, and the
+ * recorder's datagram socket (an abstract name) that it tells "here I am".
+ * A forked child inherits this copy; an exec'ed program reads the
+ * variable again, kept in the environment only with --follow-exec.
+ */
+static struct {
+	int fork, exec;
+	uint64_t sb_size;
+	uint32_t nsb, mode, stacks, stack_bits;
+	char sock[64];               /* the name, without its leading NUL */
+	char patterns[2048];         /* -e, NUL-separated, empty list = all */
+} follow;
 
 /* ---- regions -------------------------------------------------------------- */
 
@@ -803,6 +822,132 @@ static void start_thread(void)
 	pthread_attr_destroy(&attr);
 }
 
+/* ---- following forks and execs (record --follow-fork/--follow-exec) ---------- */
+
+/*
+ * RINGTRACE_FOLLOW="fork=F exec=E sb=BYTES nsb=N mode=M stacks=S bits=B
+ * sock=NAME" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one a line),
+ * set by the recorder. Read once, in the constructor; taken out of the
+ * environment unless exec'ed programs are followed too. A malformed value
+ * follows nothing.
+ */
+void agent_follow_init(void)
+{
+	const char *env = getenv("RINGTRACE_FOLLOW");
+	const char *ev = getenv("RINGTRACE_FOLLOW_EVENTS");
+	int f = 0, e = 0;
+	uint64_t sb = 0;
+	unsigned nsb = 0, mode = 0, stacks = 0, bits = 0;
+	char name[sizeof(follow.sock)] = "";
+	memset(&follow, 0, sizeof(follow));
+	if (env && sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s", &f, &e,
+			  &sb, &nsb, &mode, &stacks, &bits, name) == 8 &&
+	    sb >= (1u << RB_SB_MIN_SHIFT) && sb <= (1u << RB_SB_MAX_SHIFT) && !(sb & (sb - 1)) &&
+	    nsb >= (1u << RB_NSB_MIN_SHIFT) && nsb <= (1u << RB_NSB_MAX_SHIFT) && !(nsb & (nsb - 1)) &&
+	    mode <= RINGTRACE__MODE_OVERWRITE && stacks <= 1 &&
+	    (bits == 0 || (bits >= STACKMAP_BITS_MIN && bits <= STACKMAP_BITS_MAX)) && name[0] &&
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(name)) {
+		follow.fork = f == 1;
+		follow.exec = e == 1;
+		follow.sb_size = sb;
+		follow.nsb = nsb;
+		follow.mode = mode;
+		follow.stacks = stacks;
+		follow.stack_bits = bits;
+		memcpy(follow.sock, name, sizeof(name));
+		/* One pattern a line -> NUL-separated, as in the region header
+		 * (the memset wrote the terminating NULs). */
+		size_t n = 0;
+		for (const char *p = ev ? ev : ""; *p && n + 2 < sizeof(follow.patterns); p++)
+			follow.patterns[n++] = *p == '\n' ? 0 : *p;
+	}
+	if (!follow.exec) {
+		unsetenv("RINGTRACE_FOLLOW");
+		unsetenv("RINGTRACE_FOLLOW_EVENTS");
+	}
+}
+
+int agent_follow_exec(void)
+{
+	return follow.exec;
+}
+
+/* Tell the recorder: one datagram, never waiting (a full queue or a
+ * recorder that is gone is an error). It learns our pid from the kernel
+ * (SO_PASSCRED on its side). 0 or -errno. */
+static int follow_notify(const char *kind)
+{
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	size_t n = strlen(follow.sock);
+	memcpy(a.sun_path + 1, follow.sock, n); /* abstract: sun_path[0] = 0 */
+	char msg[64];
+	int len = snprintf(msg, sizeof(msg), "RTFOLLOW1 %s %d", kind, (int)getppid());
+	ssize_t k = sendto(s, msg, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	int e = k == len ? 0 : k < 0 ? -errno : -EMSGSIZE;
+	close(s);
+	return e;
+}
+
+/*
+ * A followed process (a forked child, or an exec'ed program): its own
+ * buffers at once, with the recorder's parameters, tracing on, the control
+ * block published, then the recorder is told and we wait until it reads
+ * the buffers (the `reader_pid` futex in their header), 100 ms at most:
+ * events from here on are kept (in the buffers until it attaches), and a
+ * process that exits at once has its buffers mapped by the recorder
+ * first. If the recorder is gone, tracing is switched off again and the
+ * process runs untraced. Called with only this thread running the
+ * program's code (atfork child handler, or the constructor). 0 if
+ * followed, else -errno (the caller then starts as an untraced program).
+ */
+static int follow_start(const char *kind)
+{
+	if (!follow.sock[0] || publish() < 0)
+		return -ENOENT;
+	reg_set_ctl(ctl);
+	ctl->cfg_sb_size = follow.sb_size;
+	ctl->cfg_nsb = follow.nsb;
+	ctl->cfg_mode = follow.mode;
+	cfg_stacks = follow.stacks;
+	cfg_stack_bits = follow.stack_bits;
+	publish_delay_ms = 0;
+	int r = region_alloc(&cur);
+	if (r < 0) {
+		reg_message("ringtrace: cannot allocate buffers to follow process %d: %s", (int)getpid(), strerror(-r));
+		publish_session();
+		start_thread();
+		return 0;
+	}
+	cur_own = 1;
+	reg_attach(cur.rb);
+	publish_session();
+	tracing_set(1);
+	start_thread();
+	if (follow_notify(kind) < 0) {
+		/* Nobody will read them. */
+		tracing_stop();
+		drop_session();
+		return 0;
+	}
+	uint32_t *w = &cur.rb->hdr->reader_pid;
+	uint64_t t0 = ringtrace__clock_monotonic();
+	/* Acquire: pairs with the recorder's claim (CAS) and FUTEX_WAKE. */
+	while (!__atomic_load_n(w, __ATOMIC_ACQUIRE)) {
+		uint64_t waited = ringtrace__clock_monotonic() - t0;
+		if (waited >= 100000000u)
+			break;
+		struct timespec d = { 0, (long)(100000000u - waited) };
+		ctl_futex(w, FUTEX_WAIT, 0, &d);
+	}
+	return 0;
+}
+
 void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, int fd)
 {
 	cur.fd = fd;
@@ -813,6 +958,12 @@ void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, in
 		cur.mem = mem;
 		cur.size = size;
 		cur_own = 0;
+	} else if (control && follow.exec) {
+		/* Exec'ed by a followed process (or not the first process to
+		 * attach the recorder's region): a trace of its own. */
+		reg_select_patterns(follow.patterns, sizeof(follow.patterns));
+		if (follow_start("exec") == 0)
+			return;
 	}
 	if (control && publish() == 0) {
 		reg_set_ctl(ctl);
@@ -864,6 +1015,15 @@ void agent_after_fork_child(void)
 	const char *env = getenv("RINGTRACE_CONTROL");
 	if (env && !strcmp(env, "0"))
 		return;
+	/* --follow-fork: a trace of its own, from this point on (the
+	 * selection rules were inherited with the registry). */
+	if (follow.fork) {
+		ringtrace__tls.busy++; /* our allocations are not the child's */
+		int r = follow_start("fork");
+		ringtrace__tls.busy--;
+		if (r == 0)
+			return;
+	}
 	publish_delay_ms = 100;
 	start_thread();
 }

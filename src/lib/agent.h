@@ -13,6 +13,11 @@
  * map it too). Attaches it, publishes the control block, starts the
  * control thread. */
 void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, int fd);
+/* In the constructor, before agent_start(): read RINGTRACE_FOLLOW (record
+ * --follow-fork/--follow-exec), which forked children inherit. */
+void agent_follow_init(void);
+/* Whether exec'ed programs are followed (this one may be one). */
+int agent_follow_exec(void);
 /* At exit: remove the control block's name. */
 void agent_stop(void);
 /* In a forked child: forget (and unmap) the parent's block and regions,

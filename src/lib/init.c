@@ -12,7 +12,11 @@
  * The variable is removed from the environment so that programs this one
  * executes are not attached to the same buffers; a forked child turns
  * tracing off in itself (its parent owns the session) and publishes its
- * own control block.
+ * own control block. Under `ringtrace record --follow-fork` (the
+ * RINGTRACE_FOLLOW variable) the child traces into buffers of its own
+ * instead, which the recorder reads through the control block; under
+ * --follow-exec so does a program a followed one executes (agent.c,
+ * follow_start()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +92,11 @@ static struct ringtrace__rb *attach_recorder(void **ret_mem, uint64_t *ret_size,
 		if (*ret_fd >= 0)
 			close(*ret_fd);
 		*ret_fd = -1;
-		reg_message("ringtrace: cannot attach to '%s': %s; tracing stays off", path, strerror(-r));
+		/* A program exec'ed under --follow-exec may inherit the variable
+		 * through a shell that kept it, without the descriptor (close on
+		 * exec): it is followed in buffers of its own, quietly. */
+		if (!agent_follow_exec())
+			reg_message("ringtrace: cannot attach to '%s': %s; tracing stays off", path, strerror(-r));
 		free(path);
 		return NULL;
 	}
@@ -121,6 +129,7 @@ __attribute__((constructor(101))) static void ringtrace_init(void)
 	void *mem = NULL;
 	uint64_t size = 0;
 	int fd = -1;
+	agent_follow_init();
 	struct ringtrace__rb *rb = attach_recorder(&mem, &size, &fd);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	agent_start(rb, mem, size, fd);

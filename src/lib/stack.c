@@ -189,3 +189,25 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	*ret_depth = (uint32_t)n;
 	return RINGTRACE__STACK_NONE;
 }
+
+/*
+ * Frames: rb_stack_capture skips itself, this function and its caller (the
+ * allocation tracer's accounting function), as it skips reserve_slow and
+ * the probe for an event. The region is held as a probe holds it (nest,
+ * paired with the grace period before a region is unmapped, rcu.c).
+ */
+__attribute__((noinline)) uint32_t ringtrace__stack_id(void)
+{
+	ringtrace__nest_add(1);
+	RINGTRACE__BARRIER();
+	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
+	uint32_t id = RINGTRACE__STACK_NONE;
+	if (rb && rb->stacks && rb->stk) {
+		uint64_t ips[STACKMAP_MAX_DEPTH];
+		uint32_t depth;
+		id = rb_stack_capture(rb, ips, &depth);
+	}
+	RINGTRACE__BARRIER();
+	ringtrace__nest_add((uint32_t)-1);
+	return id;
+}

@@ -20,6 +20,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include <ringtrace/ringtrace.h>
 
 #include "mem/mem_family.h"
+#include "mem/memagg.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -164,16 +166,41 @@ static inline size_t usable_of(void *p)
 	return p && real.usable ? real.usable(p) : 0;
 }
 
+/* Aggregate mode (memagg.c): counters instead of events. Set once, before
+ * main, by memagg_ctor(); cleared in a forked child. */
+static inline struct memagg_header *agg(void)
+{
+	return __atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED);
+}
+
 static inline int tracing(void)
 {
-	return !in_hook && !ringtrace__tls.busy && (ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
-			    ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
+	return !in_hook && !ringtrace__tls.busy &&
+	       (agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
+		ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
+}
+
+/* Aggregate mode: the key of an allocation made at SITE: its stack when
+ * the recording has stacks (and the map has room), else the call site. */
+static inline uint64_t agg_key(void *site)
+{
+	if (memagg_hdr->by_stack) {
+		uint32_t id = ringtrace__stack_id();
+		if (id != RINGTRACE__STACK_NONE)
+			return MEMAGG_KEY_STACK | id;
+	}
+	return (uint64_t)(uintptr_t)site;
 }
 
 static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
+	if (agg()) {
+		memagg_alloc(fam, p, size, u, agg_key(site));
+		in_hook = 0;
+		return;
+	}
 	if (size <= UINT32_MAX && u <= UINT32_MAX)
 		ringtrace_tracepoint(mem, alloc, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)site, (uint32_t)size,
 				     (uint32_t)u, (uint8_t)fam, (uint8_t)log2_align(align));
@@ -186,7 +213,52 @@ static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t siz
 static __attribute__((noinline)) void ev_free(unsigned fam, void *p, void *site)
 {
 	in_hook = 1;
+	if (agg()) {
+		memagg_free(p, mem_free_class(fam), usable_of(p));
+		in_hook = 0;
+		return;
+	}
 	ringtrace_tracepoint(mem, free, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)site, (uint8_t)fam);
+	in_hook = 0;
+}
+
+/* Aggregate mode and realloc: the old block leaves the live ones before
+ * the real realloc (which may free it, and another thread then get the
+ * address), and comes back if the realloc failed. */
+struct agg_old {
+	struct memagg_blk blk;
+	size_t usable;
+	int had;
+};
+
+static __attribute__((noinline)) void agg_realloc_pre(void *old, struct agg_old *o)
+{
+	in_hook = 1;
+	o->had = 0;
+	if (old) {
+		o->usable = usable_of(old);
+		o->had = memagg_take(old, &o->blk);
+	}
+	in_hook = 0;
+}
+
+static __attribute__((noinline)) void agg_realloc_post(unsigned fam, void *old, void *p, size_t size, void *site,
+							 const struct agg_old *o)
+{
+	in_hook = 1;
+	if (!p && size) {
+		/* Failed: the old block stays as it was. */
+		if (o->had)
+			memagg_put_back(old, &o->blk);
+		memagg_alloc(fam, NULL, size, 0, agg_key(site));
+	} else {
+		if (o->had)
+			memagg_release(&o->blk, MEM_C_MALLOC, o->usable);
+		else if (old)
+			memagg_free(old, MEM_C_MALLOC, o->usable); /* counted as unknown */
+		if (p)
+			memagg_alloc(fam, p, size, usable_of(p), agg_key(site));
+	}
 	in_hook = 0;
 }
 
@@ -260,6 +332,26 @@ static void pend_leave(struct pend_new *saved)
 	pend = *saved;
 }
 
+/* Aggregate mode, when the recorder asked for it (RINGTRACE_MEM_AGG): the
+ * block is mapped before main, with in_hook set so that the mappings made
+ * for it are not the program's. A forked child stops counting (its
+ * allocations would land in its parent's counters). */
+static void agg_child(void)
+{
+	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor(101))) static void memagg_ctor(void)
+{
+	if (!getenv("RINGTRACE_MEM_AGG") || !ready())
+		return;
+	in_hook = 1;
+	if (memagg_attach() == 0 && memagg_hdr)
+		pthread_atfork(NULL, NULL, agg_child);
+	unsetenv("RINGTRACE_MEM_AGG");
+	in_hook = 0;
+}
+
 /* ---- the C allocator ----------------------------------------------------- */
 
 EXPORT void *malloc(size_t size)
@@ -316,6 +408,14 @@ EXPORT void *realloc(void *old, size_t size)
 		}
 		return p;
 	}
+	if (__builtin_expect(agg() != NULL, 0) && tracing()) {
+		struct agg_old o;
+		void *o_ptr = in_pool(old) ? NULL : old;
+		agg_realloc_pre(o_ptr, &o);
+		void *p = in_pool(old) ? pool_move(old, size) : real.realloc(old, size);
+		agg_realloc_post(MEM_A_REALLOC, o_ptr, p, size, __builtin_return_address(0), &o);
+		return p;
+	}
 	void *p = in_pool(old) ? pool_move(old, size) : real.realloc(old, size);
 	if (tracing())
 		ev_realloc(MEM_A_REALLOC, in_pool(old) ? NULL : old, p, size, __builtin_return_address(0));
@@ -332,12 +432,18 @@ EXPORT void *reallocarray(void *old, size_t n, size_t each)
 	if (__builtin_expect(!ready(), 0) || in_pool(old) || !real.reallocarray)
 		return realloc(old, size);
 	void *p;
+	struct agg_old o;
+	int aggr = agg() && tracing();
+	if (aggr)
+		agg_realloc_pre(old, &o);
 	{
 		/* glibc's calls realloc: one event, not two. */
 		GUARD;
 		p = real.reallocarray(old, n, each);
 	}
-	if (tracing())
+	if (aggr)
+		agg_realloc_post(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0), &o);
+	else if (tracing())
 		ev_realloc(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0));
 	return p;
 }
@@ -406,7 +512,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		return MAP_FAILED;
 	}
 	void *p = real.mmap(addr, len, prot, flags, fd, off);
-	if ((flags & MAP_ANONYMOUS) && p != MAP_FAILED && tracing() && ringtrace_tracepoint_enabled(mem, mmap)) {
+	if ((flags & MAP_ANONYMOUS) && p != MAP_FAILED && tracing() && !agg() && ringtrace_tracepoint_enabled(mem, mmap)) {
 		in_hook = 1;
 		ringtrace_tracepoint(mem, mmap, (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)__builtin_return_address(0),
 				     (uint64_t)len, (uint8_t)MEM_A_MMAP);
@@ -427,7 +533,7 @@ EXPORT int munmap(void *addr, size_t len)
 	/* Before the unmapping, as a free: the range cannot be handed out
 	 * again before the event. (File mappings too: the reader ignores
 	 * ranges it never saw mapped.) */
-	if (tracing() && ringtrace_tracepoint_enabled(mem, munmap)) {
+	if (tracing() && !agg() && ringtrace_tracepoint_enabled(mem, munmap)) {
 		in_hook = 1;
 		ringtrace_tracepoint(mem, munmap, (uint64_t)(uintptr_t)addr,
 				     (uint64_t)(uintptr_t)__builtin_return_address(0), (uint64_t)len);
@@ -450,7 +556,7 @@ EXPORT void *mremap(void *old, size_t old_size, size_t size, int flags, ...)
 		__builtin_va_end(ap);
 	}
 	void *p = real.mremap(old, old_size, size, flags, want);
-	if (p != MAP_FAILED && tracing() && ringtrace_tracepoint_enabled(mem, mremap)) {
+	if (p != MAP_FAILED && tracing() && !agg() && ringtrace_tracepoint_enabled(mem, mremap)) {
 		in_hook = 1;
 		ringtrace_tracepoint(mem, mremap, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
 				     (uint64_t)(uintptr_t)__builtin_return_address(0), (uint64_t)old_size,
@@ -639,6 +745,7 @@ DELETE_3(_ZdaPvSt11align_val_tRKSt9nothrow_t, MEM_F_DELETE_ARRAY, size_t, const 
 __attribute__((constructor(101))) static void memtrace_init(void)
 {
 	(void)ready();
+	GUARD; /* its allocations (and setenv's) are the tracer's */
 	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
 	if (follow && !strcmp(follow, "1"))
 		return;

@@ -27,20 +27,7 @@ MEMLIB=$PB/lib/libringtrace-malloc.so
 export RINGTRACE_MALLOC_LIB=$MEMLIB
 trap 'rm -rf "$T"' EXIT
 
-# row JSON FUNCTION: the report row of FUNCTION as "allocs frees requested
-# leaked_bytes leaked_blocks xcpu xthread families".
-row() {
-	python3 - "$1" "$2" <<'EOF'
-import json, sys
-rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["name"] == sys.argv[2]]
-if len(rows) != 1:
-    print("rows:%d" % len(rows))
-else:
-    r = rows[0]
-    print(r["allocations"], r["frees"], r["bytes_requested"], r["leaked_bytes"], r["leaked_blocks"],
-          r["cross_cpu_frees"], r["cross_thread_frees"], r["families"])
-EOF
-}
+. "$REPO/tests/e2e/mem_lib.sh"
 
 # errs JSON: the errors as "kind|count|alloc_site|free_site|again_site",
 # sites cut to their function.

@@ -5,6 +5,10 @@
  *
  *   memprog pattern   the patterns below, then prints "done"
  *   memprog spin N    N malloc/free pairs (a bigger trace)
+ *   memprog hold N SIZE
+ *                     N blocks of SIZE bytes allocated by hold_blocks(), kept
+ *                     until SIGUSR2 ("holding PID" once they are, "released"
+ *                     after), for `ringtrace top`
  *
  * Not linked with libringtrace: the allocation tracer needs no rebuild.
  */
@@ -20,7 +24,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 static void *keep[256];
 static volatile unsigned sink;
@@ -169,8 +177,45 @@ static NOINLINE void on_usr1(int sig)
 	free(opaque);
 }
 
+static void *held[10000];
+static volatile sig_atomic_t release_now;
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	release_now = 1;
+}
+
+static NOINLINE void hold_blocks(long n, size_t size)
+{
+	for (long i = 0; i < n; i++)
+		held[i] = malloc(size);
+}
+
+static int hold(long n, size_t size)
+{
+	if (n < 0 || n > (long)(sizeof(held) / sizeof(held[0])))
+		return 2;
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	signal(SIGUSR2, on_usr2);
+	hold_blocks(n, size);
+	printf("holding %d\n", (int)getpid());
+	fflush(stdout);
+	while (!release_now)
+		sigsuspend(&old);
+	for (long i = 0; i < n; i++)
+		free(held[i]);
+	puts("released");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "hold"))
+		return hold(atol(argv[2]), (size_t)atol(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "spin")) {
 		long n = atol(argv[2]);
 		for (long i = 0; i < n; i++) {
@@ -182,7 +227,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 2 || strcmp(argv[1], "pattern")) {
-		fprintf(stderr, "usage: memprog pattern | spin N\n");
+		fprintf(stderr, "usage: memprog pattern | spin N | hold N SIZE\n");
 		return 2;
 	}
 	/* stdout's buffer first, so that it is not among the patterns. */

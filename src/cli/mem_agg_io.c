@@ -1,0 +1,200 @@
+/*
+ * mem_agg_io.c - the aggregate mode's block of counters (src/mem/mem_agg.h)
+ * seen from the ringtrace command: created by `record --mem --aggregate`,
+ * saved into the trace directory when the program ends, loaded by
+ * `report`, found in a running program by `top`.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/mem_agg_io.h"
+#include "mem/mem_agg.h"
+
+#define MEMFD_NAME "ringtrace-memagg"
+
+int agg_create(int by_stack)
+{
+	size_t size = memagg_size(AGG_BITS);
+	int fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "ringtrace record: --aggregate: cannot create the counters' memory: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) < 0 ||
+	    (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		fprintf(stderr, "ringtrace record: --aggregate: cannot size the counters' memory: %s\n",
+			strerror(errno));
+		close(fd);
+		return -1;
+	}
+	memagg_init(m, size, AGG_BITS, (uint32_t)!!by_stack);
+	munmap(m, size);
+	return fd;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int agg_save(int fd, const char *dir)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0) {
+		close(fd);
+		return -1;
+	}
+	size_t size = (size_t)st.st_size;
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	uint32_t n;
+	int ret = -1;
+	struct memagg_header *h = m;
+	if (!memagg_check(m, size, &n)) {
+		fprintf(stderr, "ringtrace record: the allocation counters are damaged: not saved\n");
+		goto out;
+	}
+	if (!h->pid) {
+		fprintf(stderr, "ringtrace record: --aggregate: the program never counted (not dynamically linked, "
+				"or libringtrace-malloc.so could not load): no %s/" AGG_FILE "\n", dir);
+		ret = 0;
+		goto out;
+	}
+	h->end_ns = mono_ns();
+	char path[PATH_MAX], tmp[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" AGG_FILE, dir);
+	snprintf(tmp, sizeof(tmp), "%s/" AGG_DIR, dir);
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "ringtrace record: cannot create '%s': %s\n", tmp, strerror(errno));
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/" AGG_FILE ".tmp", dir);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		fprintf(stderr, "ringtrace record: cannot write '%s': %s\n", path, strerror(errno));
+		goto out;
+	}
+	/* The header, the slots in use and the caches, at their places: the
+	 * file is the block, sparse where no key was ever claimed. */
+	struct memagg_slot *s = (struct memagg_slot *)(h + 1);
+	int ok = pwrite(out, h, sizeof(*h), 0) == (ssize_t)sizeof(*h);
+	for (uint32_t i = 0; ok && i < n; i++)
+		if (s[i].key)
+			ok = pwrite(out, &s[i], sizeof(s[i]), (off_t)(sizeof(*h) + (size_t)i * sizeof(s[i]))) ==
+			     (ssize_t)sizeof(s[i]);
+	/* The threads' caches: sums not yet moved into the slots. */
+	size_t coff = (size_t)((char *)memagg_caches(m, h->key_bits) - (char *)m);
+	if (ok)
+		ok = pwrite(out, (char *)m + coff, h->total_size - coff, (off_t)coff) == (ssize_t)(h->total_size - coff);
+	if (ok)
+		ok = ftruncate(out, (off_t)h->total_size) == 0;
+	if (!ok || fsync(out) < 0 || close(out) < 0 || rename(tmp, path) < 0) {
+		fprintf(stderr, "ringtrace record: cannot write '%s': %s\n", path, strerror(errno ? errno : EIO));
+		unlink(tmp);
+		goto out;
+	}
+	ret = 0;
+out:
+	munmap(m, size);
+	return ret;
+}
+
+void *agg_load(const char *dir, size_t *ret_size)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" AGG_FILE, dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	struct memagg_header h;
+	void *m = NULL;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.key_bits < MEMAGG_BITS_MIN || h.key_bits > MEMAGG_BITS_MAX || (uint64_t)st.st_size > memagg_size(h.key_bits)) {
+		errno = EINVAL;
+		goto out;
+	}
+	size_t size = memagg_size(h.key_bits);
+	m = calloc(1, size);
+	if (!m)
+		goto out;
+	size_t off = 0;
+	while (off < (size_t)st.st_size) {
+		ssize_t k = pread(fd, (char *)m + off, (size_t)st.st_size - off, (off_t)off);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	uint32_t n;
+	if (off != (size_t)st.st_size || !memagg_check(m, size, &n)) {
+		free(m);
+		m = NULL;
+		errno = EINVAL;
+		goto out;
+	}
+	*ret_size = size;
+out:
+	close(fd);
+	return m;
+}
+
+void *agg_attach_pid(int pid, size_t *ret_size, char *err, size_t errlen)
+{
+	char dpath[64];
+	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", pid);
+	DIR *d = opendir(dpath);
+	if (!d) {
+		snprintf(err, errlen, "pid %d: %s", pid, strerror(errno));
+		return NULL;
+	}
+	void *m = NULL;
+	struct dirent *e;
+	while (!m && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char link[PATH_MAX], fpath[PATH_MAX];
+		snprintf(fpath, sizeof(fpath), "%s/%s", dpath, e->d_name);
+		ssize_t k = readlink(fpath, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = 0;
+		if (!strstr(link, "memfd:" MEMFD_NAME))
+			continue;
+		int fd = open(fpath, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_size > 0) {
+			void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+			uint32_t n;
+			if (p != MAP_FAILED && memagg_check(p, (size_t)st.st_size, &n)) {
+				m = p;
+				*ret_size = (size_t)st.st_size;
+			} else if (p != MAP_FAILED) {
+				munmap(p, (size_t)st.st_size);
+			}
+		}
+		close(fd);
+	}
+	closedir(d);
+	if (!m)
+		snprintf(err, errlen, "pid %d has no allocation counters (run it under 'ringtrace record --mem --aggregate')",
+			 pid);
+	return m;
+}

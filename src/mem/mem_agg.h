@@ -1,0 +1,204 @@
+/*
+ * mem_agg.h - the allocation tracer's aggregate mode (`ringtrace record
+ * --mem --aggregate`): instead of an event per call, the preloaded library
+ * (src/mem/memagg.c) keeps counters per stack (with --stacks: the id of
+ * the stack map of the program's region) or per call site in a block of
+ * shared memory that the recorder created. `ringtrace top PID` reads the
+ * block while the program runs, the recorder copies it into the trace
+ * directory (mem/aggregate.bin) when the program ends, and `ringtrace
+ * report` reads that copy.
+ *
+ * Layout: the header, 2^key_bits slots of 128 bytes, one per key, then
+ * MEMAGG_CACHES per-thread caches of 128 bytes. A
+ * key is claimed once, by a CAS from 0, and never released, so memory is
+ * bounded by the table whatever the program's run time. Slot 0 is the
+ * overflow slot (key MEMAGG_KEY_OTHER): calls whose key found no slot in
+ * MEMAGG_PROBES probes are counted there.
+ *
+ * Who writes: every thread of the program. A thread that got a cache
+ * (claimed once, by a fetch-add on cache_cursor) adds to it with plain
+ * stores, only it writes there, and moves its sums into the key's slot and
+ * the header with atomic adds when its next call has another key or after
+ * MEMAGG_FLUSH calls: a LOCKed instruction per call costs more than the
+ * rest of the accounting (bench/mem.sh), and two threads allocating at
+ * the same site would bounce the slot's lines at every call. The pending
+ * sums are in shared memory, so readers add them to the slots: nothing is
+ * missing when the program stops, whatever thread held them. The peaks
+ * are taken when the sums move (the highest pending value is kept with
+ * them): exact for one thread, within one flush's calls for several.
+ * Threads without a cache use the atomics directly. Readers see each
+ * counter at some moment; a row read while the program runs may be off by
+ * the calls in flight (a sum moving counts twice for an instant). Who reads: `ringtrace top` (another process, while the program
+ * runs), `ringtrace report` (a copy, after). Readers treat every field as
+ * untrusted: the header is validated (memagg_check) and a key is used only
+ * once its slot's `key` is nonzero.
+ */
+#ifndef RINGTRACE_MEM_AGG_H
+#define RINGTRACE_MEM_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEMAGG_MAGIC        UINT64_C(0x3147474147414d45) /* "EMAGAGG1" in LE */
+#define MEMAGG_VERSION      1
+#define MEMAGG_BITS_MIN     8
+#define MEMAGG_BITS_MAX     20
+#define MEMAGG_BITS_DEFAULT 14
+#define MEMAGG_PROBES       64
+#define MEMAGG_CACHES       1024
+#define MEMAGG_FLUSH        256
+#define MEMAGG_CACHE_NONE   UINT32_MAX
+
+/* Keys: a call site (a user-space address, below 2^63), or a stack id of
+ * the region's map with the top bit set. */
+#define MEMAGG_KEY_STACK    (UINT64_C(1) << 63)
+#define MEMAGG_KEY_OTHER    UINT64_C(1)
+
+struct memagg_header {
+	uint64_t magic;              /* MEMAGG_MAGIC */
+	uint32_t version;            /* MEMAGG_VERSION */
+	uint32_t header_size;        /* sizeof(struct memagg_header) */
+	uint64_t total_size;         /* header + slots */
+	uint32_t key_bits;           /* 2^key_bits slots */
+	uint32_t slot_size;          /* sizeof(struct memagg_slot) */
+	uint32_t by_stack;           /* 1: keys are stack ids where a stack was had */
+	uint32_t pid;                /* the program, set when it attaches */
+	uint64_t start_ns;           /* CLOCK_MONOTONIC at attach (the trace's clock) */
+	uint64_t live_blocks_max;    /* capacity of the program's table of live blocks */
+	uint64_t end_ns;             /* CLOCK_MONOTONIC when the recorder copied it */
+	/* Written by every thread: own cache lines. */
+	uint64_t live_req;           /* bytes requested, alive now */
+	uint64_t live_usable;
+	uint64_t peak_req;           /* highest live_req seen, and when */
+	uint64_t peak_usable;        /* live_usable at that moment */
+	uint64_t peak_ns;
+	uint64_t pad1[3];
+	uint64_t untracked;          /* blocks that found no room in the live-block table */
+	uint64_t unknown_frees;      /* frees of a block not known as alive */
+	uint64_t keys_full;          /* calls counted in the overflow slot */
+	uint32_t cache_cursor;       /* caches claimed (may pass MEMAGG_CACHES) */
+	uint32_t pad2a;
+	uint64_t pad2[4];
+};
+_Static_assert(sizeof(struct memagg_header) == 192, "three cache lines");
+
+struct memagg_slot {
+	uint64_t key;                /* 0: free; claimed once by CAS */
+	uint64_t fams;               /* bit per allocation family seen */
+	uint64_t allocs;             /* successful allocations */
+	uint64_t failed;             /* allocations that returned NULL */
+	uint64_t frees;              /* blocks of this key freed (by anybody) */
+	uint64_t req;                /* bytes requested, all allocations */
+	uint64_t usable;             /* bytes usable, all allocations */
+	uint64_t live_req;           /* bytes requested, alive now */
+	uint64_t live_usable;
+	uint64_t peak_req;           /* highest live_req of this key */
+	uint64_t xcpu;               /* blocks freed on another CPU than allocated */
+	uint64_t mismatched;         /* blocks freed by the wrong family */
+	uint64_t pad[4];             /* (blocks alive: allocs - frees) */
+};
+_Static_assert(sizeof(struct memagg_slot) == 128, "two cache lines");
+
+/*
+ * A thread's pending sums for one slot and for the header (modular: the
+ * live deltas may be "negative"). peak and gpeak: the highest value the
+ * live delta reached since the last flush, as a signed number.
+ */
+struct memagg_cache {
+	uint32_t slot;               /* MEMAGG_CACHE_NONE: nothing pending */
+	uint32_t ops;                /* calls since the last flush */
+	uint64_t fams;
+	uint64_t allocs, failed, frees, req, usable;
+	uint64_t live_req, live_usable;
+	uint64_t xcpu, mismatched;
+	int64_t peak;
+	uint64_t glive_req, glive_usable;
+	int64_t gpeak;
+	uint64_t pad;
+};
+_Static_assert(sizeof(struct memagg_cache) == 128, "two cache lines");
+
+static inline size_t memagg_size(uint32_t bits)
+{
+	return sizeof(struct memagg_header) + (sizeof(struct memagg_slot) << bits) +
+	       MEMAGG_CACHES * sizeof(struct memagg_cache);
+}
+
+static inline struct memagg_cache *memagg_caches(const void *mem, uint32_t bits)
+{
+	return (struct memagg_cache *)((char *)mem + sizeof(struct memagg_header) +
+				       (sizeof(struct memagg_slot) << bits));
+}
+
+/* Lay a block out (zero-filled, at least memagg_size(bits) bytes). */
+static inline int memagg_init(void *mem, size_t size, uint32_t bits, uint32_t by_stack)
+{
+	if (bits < MEMAGG_BITS_MIN || bits > MEMAGG_BITS_MAX || size < memagg_size(bits))
+		return -22; /* -EINVAL */
+	struct memagg_header *h = (struct memagg_header *)mem;
+	h->version = MEMAGG_VERSION;
+	h->header_size = sizeof(*h);
+	h->total_size = memagg_size(bits);
+	h->key_bits = bits;
+	h->slot_size = sizeof(struct memagg_slot);
+	h->by_stack = by_stack;
+	((struct memagg_slot *)(h + 1))[0].key = MEMAGG_KEY_OTHER;
+	__atomic_store_n(&h->magic, MEMAGG_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The slots of a block of SIZE bytes from anywhere, or NULL if its header
+ * does not describe a block of this version that fits in SIZE. */
+static inline struct memagg_slot *memagg_check(const void *mem, size_t size, uint32_t *ret_nslots)
+{
+	const struct memagg_header *h = (const struct memagg_header *)mem;
+	if (!mem || size < sizeof(*h) || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != MEMAGG_MAGIC ||
+	    h->version != MEMAGG_VERSION || h->header_size != sizeof(*h) ||
+	    h->slot_size != sizeof(struct memagg_slot) || h->key_bits < MEMAGG_BITS_MIN ||
+	    h->key_bits > MEMAGG_BITS_MAX || h->total_size != memagg_size(h->key_bits) ||
+	    size < memagg_size(h->key_bits))
+		return NULL;
+	*ret_nslots = 1u << h->key_bits;
+	return (struct memagg_slot *)(h + 1);
+}
+
+/*
+ * For readers, on their own copy of a block (validated by memagg_check):
+ * add the threads' pending sums to the slots and the header, and empty
+ * the caches. A peak that was still pending is dated end_ns.
+ */
+static inline void memagg_fold(void *mem)
+{
+	struct memagg_header *h = (struct memagg_header *)mem;
+	struct memagg_slot *slot = (struct memagg_slot *)(h + 1);
+	uint32_t n = 1u << h->key_bits;
+	struct memagg_cache *c = memagg_caches(mem, h->key_bits);
+	uint32_t nc = h->cache_cursor < MEMAGG_CACHES ? h->cache_cursor : MEMAGG_CACHES;
+	for (uint32_t i = 0; i < nc; i++, c++) {
+		if (c->slot >= n)
+			continue;
+		struct memagg_slot *s = &slot[c->slot];
+		s->fams |= c->fams;
+		s->allocs += c->allocs;
+		s->failed += c->failed;
+		s->frees += c->frees;
+		s->req += c->req;
+		s->usable += c->usable;
+		s->live_usable += c->live_usable;
+		s->xcpu += c->xcpu;
+		s->mismatched += c->mismatched;
+		if (c->peak > 0 && s->live_req + (uint64_t)c->peak > s->peak_req)
+			s->peak_req = s->live_req + (uint64_t)c->peak;
+		s->live_req += c->live_req;
+		h->live_usable += c->glive_usable;
+		if (c->gpeak > 0 && h->live_req + (uint64_t)c->gpeak > h->peak_req) {
+			h->peak_req = h->live_req + (uint64_t)c->gpeak;
+			h->peak_usable = h->live_usable;
+			h->peak_ns = h->end_ns;
+		}
+		h->live_req += c->glive_req;
+		c->slot = MEMAGG_CACHE_NONE;
+	}
+}
+
+#endif /* RINGTRACE_MEM_AGG_H */

@@ -1,0 +1,377 @@
+/*
+ * memagg.c - the aggregate mode of the allocation tracer, inside the
+ * traced program (part of libringtrace-malloc.so; layout in mem_agg.h).
+ *
+ * The recorder passes the counters' block as an inherited descriptor
+ * (RINGTRACE_MEM_AGG=fd:N); memagg_attach() maps it at start-up. From then
+ * on each allocation adds to the counters of its key (its stack, or its
+ * call site) and each free subtracts from the counters of the key that
+ * allocated the block. For that the library keeps a table of the live
+ * blocks in its own memory: pointer -> (key slot, bytes requested, family
+ * class, CPU). It is an open-addressed table with at most MEMAGG_PROBES
+ * probes per operation, claimed and released with CAS (freed entries
+ * become tombstones that later inserts reuse), sized once at start
+ * (RINGTRACE_MEM_AGG_BLOCKS, default 2^22 entries, 64 MiB of address space
+ * whose pages are touched only as blocks come): memory stays bounded
+ * whatever the run time. A block that finds no entry is counted as
+ * untracked (its free is then an unknown free), never waited for.
+ *
+ * The counters move through the thread's cache (mem_agg.h says why and
+ * how): a call is a CAS in the live-block table and plain adds to memory
+ * only its thread writes, but every MEMAGG_FLUSH calls or on a change of
+ * key, when the sums go to the slot and the header with atomic adds.
+ *
+ * Nothing here allocates, locks, blocks or makes a system call after
+ * attach. The wrappers call in with in_hook set, so a signal handler that
+ * interrupts a call does not re-enter it (its allocations go untraced).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringtrace/ringtrace.h>
+
+#include "mem/mem_agg.h"
+#include "mem/mem_family.h"
+#include "mem/memagg.h"
+
+struct memagg_header *memagg_hdr;
+static struct memagg_slot *slots;
+static uint32_t slot_mask;
+static uint64_t slot_seed;
+
+/* Live blocks. key: the block's address, 0 free, LB_TOMB freed. info:
+ * bits 0-19 key slot, 20-21 class, 22-31 CPU, 32-63 bytes requested
+ * (saturated: a block of 4 GiB or more subtracts its usable size). */
+struct live_blk {
+	uint64_t key;
+	uint64_t info;
+};
+#define LB_TOMB      UINT64_C(1)
+#define LB_SLOT(i)   ((uint32_t)((i) & 0xfffff))
+#define LB_CLASS(i)  ((unsigned)(((i) >> 20) & 3))
+#define LB_CPU(i)    ((unsigned)(((i) >> 22) & 0x3ff))
+#define LB_SIZE(i)   ((uint32_t)((i) >> 32))
+
+static struct live_blk *live;
+static uint64_t live_mask;
+
+static struct memagg_cache *caches;
+/* This thread's cache: -1 none claimed yet, -2 none left (atomics then). */
+static __thread int32_t my_cache __attribute__((tls_model("initial-exec"))) = -1;
+
+static inline uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	x *= UINT64_C(0xc4ceb9fe1a85ec53);
+	x ^= x >> 33;
+	return x;
+}
+
+int memagg_attach(void)
+{
+	const char *env = getenv("RINGTRACE_MEM_AGG");
+	if (!env || strncmp(env, "fd:", 3))
+		return 0;
+	char *end;
+	long fd = strtol(env + 3, &end, 10);
+	if (*end || fd < 0 || fd > 1 << 20)
+		return -EINVAL;
+	struct stat st;
+	if (fstat((int)fd, &st) < 0 || st.st_size < (off_t)sizeof(struct memagg_header))
+		return -EINVAL;
+	void *mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	uint32_t n;
+	struct memagg_slot *s = memagg_check(mem, (size_t)st.st_size, &n);
+	if (!s) {
+		munmap(mem, (size_t)st.st_size);
+		return -EINVAL;
+	}
+	uint64_t blocks = UINT64_C(1) << 22;
+	const char *b = getenv("RINGTRACE_MEM_AGG_BLOCKS");
+	if (b) {
+		unsigned long long v = strtoull(b, &end, 10);
+		if (!*end && v >= 1024 && v <= (UINT64_C(1) << 30))
+			blocks = v;
+	}
+	while (blocks & (blocks - 1))
+		blocks &= blocks - 1;
+	void *t = mmap(NULL, blocks * sizeof(struct live_blk), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED) {
+		munmap(mem, (size_t)st.st_size);
+		return -ENOMEM;
+	}
+	live = t;
+	live_mask = blocks - 1;
+	slots = s;
+	slot_mask = n - 1;
+	caches = memagg_caches(mem, __builtin_ctz(n));
+	slot_seed = mix((uint64_t)(uintptr_t)&slot_seed ^ (uint64_t)getpid());
+	struct memagg_header *h = mem;
+	h->live_blocks_max = blocks;
+	h->start_ns = ringtrace__clock_monotonic();
+	__atomic_store_n(&h->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	/* The descriptor stays open: `ringtrace top` finds the block through
+	 * /proc/PID/fd. Not inherited by programs this one executes. */
+	fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	__atomic_store_n(&memagg_hdr, h, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The slot of KEY, claimed if new; the overflow slot 0 when 64 probes
+ * find neither. */
+static inline uint32_t slot_of(uint64_t key)
+{
+	uint32_t i = (uint32_t)mix(key ^ slot_seed) & slot_mask;
+	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & slot_mask) {
+		if (i == 0)
+			continue;
+		uint64_t k = __atomic_load_n(&slots[i].key, __ATOMIC_RELAXED);
+		if (k == key)
+			return i;
+		if (k == 0) {
+			if (__atomic_compare_exchange_n(&slots[i].key, &k, key, 0, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				return i;
+			if (k == key)
+				return i;
+		}
+	}
+	__atomic_fetch_add(&memagg_hdr->keys_full, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline void add(uint64_t *p, uint64_t v)
+{
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+static inline void raise_to(uint64_t *p, uint64_t v)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (v > old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline unsigned cpu_now(void)
+{
+	int cpu = -1;
+#if RINGTRACE__RSEQ
+	if (__rseq_size)
+		cpu = ringtrace__rseq_cpu();
+#endif
+	if (cpu < 0)
+		cpu = sched_getcpu();
+	return cpu < 0 ? 0 : (unsigned)cpu & 0x3ff;
+}
+
+static void live_insert(uint64_t p, uint64_t info)
+{
+	uint64_t i = mix(p) & live_mask;
+	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & live_mask) {
+		uint64_t k = __atomic_load_n(&live[i].key, __ATOMIC_RELAXED);
+		if ((k == 0 || k == LB_TOMB) &&
+		    __atomic_compare_exchange_n(&live[i].key, &k, p, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			/* Read only by the block's free, which the program
+			 * orders after this allocation returned. */
+			__atomic_store_n(&live[i].info, info, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	add(&memagg_hdr->untracked, 1);
+}
+
+/* Remove P from the live blocks: 1 and its info if it was there. */
+static int live_take(uint64_t p, uint64_t *ret_info)
+{
+	uint64_t i = mix(p) & live_mask;
+	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & live_mask) {
+		uint64_t k = __atomic_load_n(&live[i].key, __ATOMIC_RELAXED);
+		if (k == 0)
+			return 0;
+		if (k == p) {
+			*ret_info = __atomic_load_n(&live[i].info, __ATOMIC_RELAXED);
+			/* Before the real free (the caller's order): the
+			 * address cannot be handed out again before this. A
+			 * plain store: only a free of this block writes an
+			 * entry holding its address (two racing frees of it,
+			 * the program's bug, may both count). */
+			__atomic_store_n(&live[i].key, LB_TOMB, __ATOMIC_RELEASE);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Plain stores of the thread's own sums (relaxed atomics: readers in
+ * another process see whole values). */
+static inline void c_add(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+static inline void c_max(int64_t *p, uint64_t v)
+{
+	if ((int64_t)v > __atomic_load_n(p, __ATOMIC_RELAXED))
+		__atomic_store_n(p, (int64_t)v, __ATOMIC_RELAXED);
+}
+
+/* Move the cache's sums into its slot and the header; empty it. */
+static __attribute__((noinline)) void flush(struct memagg_cache *c)
+{
+	struct memagg_header *h = memagg_hdr;
+	uint32_t si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+	if (si == MEMAGG_CACHE_NONE || si > slot_mask)
+		return;
+	struct memagg_slot *s = &slots[si];
+	uint64_t fams = c->fams;
+	if (fams & ~__atomic_load_n(&s->fams, __ATOMIC_RELAXED))
+		__atomic_fetch_or(&s->fams, fams, __ATOMIC_RELAXED);
+	uint64_t *from[] = { &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_usable, &c->xcpu,
+			     &c->mismatched };
+	uint64_t *to[] = { &s->allocs, &s->failed, &s->frees, &s->req, &s->usable, &s->live_usable, &s->xcpu,
+			   &s->mismatched };
+	for (unsigned i = 0; i < sizeof(from) / sizeof(from[0]); i++)
+		if (*from[i])
+			add(to[i], *from[i]);
+	uint64_t before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
+	if (c->peak > 0)
+		raise_to(&s->peak_req, before + (uint64_t)c->peak);
+	if (c->glive_usable)
+		add(&h->live_usable, c->glive_usable);
+	before = __atomic_fetch_add(&h->live_req, c->glive_req, __ATOMIC_RELAXED);
+	if (c->gpeak > 0 && before + (uint64_t)c->gpeak > __atomic_load_n(&h->peak_req, __ATOMIC_RELAXED)) {
+		/* A new peak of the heap, as of this flush (within
+		 * MEMAGG_FLUSH calls of this thread of the moment): its time
+		 * and the usable bytes with it. */
+		raise_to(&h->peak_req, before + (uint64_t)c->gpeak);
+		__atomic_store_n(&h->peak_usable, __atomic_load_n(&h->live_usable, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
+	}
+	/* Readers add what is here to the slot: empty it field by field
+	 * (one may see a sum in both places for an instant). */
+	uint64_t *all[] = { &c->fams, &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_req,
+			    &c->live_usable, &c->xcpu, &c->mismatched, &c->glive_req, &c->glive_usable };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		__atomic_store_n(all[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->peak, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->gpeak, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
+}
+
+/* The thread's cache, pointed at slot SI (its sums for another slot
+ * flushed first), or NULL when it has none. */
+static inline struct memagg_cache *cache_for(uint32_t si)
+{
+	int32_t i = my_cache;
+	if (__builtin_expect(i < 0, 0)) {
+		if (i == -2)
+			return NULL;
+		uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, 1, __ATOMIC_RELAXED);
+		if (k >= MEMAGG_CACHES) {
+			my_cache = -2;
+			return NULL;
+		}
+		__atomic_store_n(&caches[k].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+		my_cache = i = (int32_t)k;
+	}
+	struct memagg_cache *c = &caches[i];
+	if (c->slot != si || c->ops >= MEMAGG_FLUSH) {
+		flush(c);
+		__atomic_store_n(&c->slot, si, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&c->ops, c->ops + 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+/* Without a cache: the same sums, straight into the slot and header. */
+static void direct(struct memagg_cache *tmp, uint32_t si)
+{
+	tmp->slot = si;
+	flush(tmp);
+}
+
+void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key)
+{
+	uint32_t si = slot_of(key);
+	struct memagg_cache tmp = { 0 }, *c = cache_for(si);
+	if (!c)
+		c = &tmp;
+	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
+		c_add(&c->fams, UINT64_C(1) << (fam & 63));
+	if (!ptr) {
+		c_add(&c->failed, 1);
+	} else {
+		c_add(&c->allocs, 1);
+		c_add(&c->req, size);
+		c_add(&c->usable, usable);
+		c_add(&c->live_req, size);
+		c_add(&c->live_usable, usable);
+		c_max(&c->peak, c->live_req);
+		c_add(&c->glive_req, size);
+		c_add(&c->glive_usable, usable);
+		c_max(&c->gpeak, c->glive_req);
+	}
+	if (c == &tmp)
+		direct(&tmp, si);
+	if (!ptr)
+		return;
+	uint64_t info = (uint64_t)(size > UINT32_MAX ? UINT32_MAX : size) << 32 | (uint64_t)cpu_now() << 22 |
+			(uint64_t)(mem_alloc_class(fam) & 3) << 20 | si;
+	live_insert((uint64_t)(uintptr_t)ptr, info);
+}
+
+int memagg_take(void *ptr, struct memagg_blk *b)
+{
+	uint64_t info;
+	if (!live_take((uint64_t)(uintptr_t)ptr, &info))
+		return 0;
+	b->info = info;
+	return 1;
+}
+
+void memagg_put_back(void *ptr, const struct memagg_blk *b)
+{
+	live_insert((uint64_t)(uintptr_t)ptr, b->info);
+}
+
+void memagg_release(const struct memagg_blk *b, int free_class, size_t usable)
+{
+	uint32_t si = LB_SLOT(b->info) & slot_mask;
+	uint64_t size = LB_SIZE(b->info) == UINT32_MAX ? usable : LB_SIZE(b->info);
+	struct memagg_cache tmp = { 0 }, *c = cache_for(si);
+	if (!c)
+		c = &tmp;
+	c_add(&c->frees, 1);
+	c_add(&c->live_req, -size);
+	c_add(&c->live_usable, -(uint64_t)usable);
+	c_add(&c->glive_req, -size);
+	c_add(&c->glive_usable, -(uint64_t)usable);
+	if (free_class && (int)LB_CLASS(b->info) != free_class)
+		c_add(&c->mismatched, 1);
+	if (LB_CPU(b->info) != cpu_now())
+		c_add(&c->xcpu, 1);
+	if (c == &tmp)
+		direct(&tmp, si);
+}
+
+void memagg_free(void *ptr, int free_class, size_t usable)
+{
+	struct memagg_blk b;
+	if (memagg_take(ptr, &b))
+		memagg_release(&b, free_class, usable);
+	else
+		add(&memagg_hdr->unknown_frees, 1);
+}
