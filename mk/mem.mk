@@ -7,7 +7,7 @@ all: $(MEMLIB)
 
 # -fexceptions: a std::bad_alloc from the real operator new unwinds through
 # the wrappers. Frame pointers: stacks captured in the wrappers walk them.
-$(MEMLIB): src/mem/memtrace.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h src/mem/mem_family.h $(LIBSO) include/ringtrace/*.h
+$(MEMLIB): src/mem/memtrace.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h src/mem/mem_family.h $(O)/lib/libringtrace.so include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fexceptions -fno-omit-frame-pointer -fvisibility=hidden -shared \
 	    -o $@ src/mem/memtrace.c src/mem/memagg.c $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
@@ -25,8 +25,11 @@ $(O)/tests/e2e/memcxx: tests/e2e/progs/memcxx.cc
 tests-build: $(O)/tests/e2e/memcxx
 
 # The aggregate mode's counters under threads (tests/stress/stress_memagg.c):
-# memagg.c compiled in, as the preloaded library has it.
-$(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h $(CORE_A)
+# memagg.c compiled in, as the preloaded library has it. Libraries named by
+# path: LIBSO and CORE_A are defined after this file is included, and a
+# prerequisite is expanded when its rule is read.
+$(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h \
+		$(O)/lib/libringtrace-core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c $(CORE_A) $(LDFLAGS) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c $(O)/lib/libringtrace-core.a $(LDFLAGS) \
 	    $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
