@@ -276,6 +276,12 @@ RINGTRACE__EXPORT uint64_t ringtrace__clock_monotonic(void);
  * RINGTRACE__STACK_NONE when no region with stacks is attached or the map
  * is full. Async-signal-safe; never allocates (the tracer's own). */
 RINGTRACE__EXPORT uint32_t ringtrace__stack_id(void);
+/* Log the objects loaded since the last log into the current region, if
+ * the loader's counters moved: the allocation tracer calls it before each
+ * dlclose and at exit, so that an object without tracepoints that was
+ * loaded for a moment still names its call sites. Not from a probe or a
+ * signal handler (it takes a lock). */
+RINGTRACE__EXPORT void ringtrace__maps_changed(void);
 
 static inline uint64_t ringtrace__now(const struct ringtrace__rb *rb)
 {

@@ -211,3 +211,16 @@ __attribute__((noinline)) uint32_t ringtrace__stack_id(void)
 	ringtrace__nest_add((uint32_t)-1);
 	return id;
 }
+
+void ringtrace__maps_changed(void)
+{
+	ringtrace__tls.busy++;
+	ringtrace__nest_add(1);
+	RINGTRACE__BARRIER();
+	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
+	if (rb)
+		stack_log_maps(rb, 0);
+	RINGTRACE__BARRIER();
+	ringtrace__nest_add((uint32_t)-1);
+	ringtrace__tls.busy--;
+}

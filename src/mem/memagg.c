@@ -176,9 +176,22 @@ static inline unsigned cpu_now(void)
 	return cpu < 0 ? 0 : (unsigned)cpu & 0x3ff;
 }
 
+/*
+ * Where a block's entry starts. Not a scrambling hash: neighbouring blocks
+ * get neighbouring entries, so the entries a program's heap uses share
+ * cache lines and pages (a random spread over the table's 64 MiB cost a
+ * cache and TLB miss per call). Each 64 MiB of address space (glibc's
+ * thread arenas are aligned so) is moved by its own multiplier, or the
+ * arenas of two threads would fall on the same entries.
+ */
+static inline uint64_t live_index(uint64_t p)
+{
+	return ((p >> 4) ^ ((p >> 26) * UINT64_C(0x9e3779b1))) & live_mask;
+}
+
 static void live_insert(uint64_t p, uint64_t info)
 {
-	uint64_t i = mix(p) & live_mask;
+	uint64_t i = live_index(p);
 	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & live_mask) {
 		uint64_t k = __atomic_load_n(&live[i].key, __ATOMIC_RELAXED);
 		if ((k == 0 || k == LB_TOMB) &&
@@ -195,7 +208,7 @@ static void live_insert(uint64_t p, uint64_t info)
 /* Remove P from the live blocks: 1 and its info if it was there. */
 static int live_take(uint64_t p, uint64_t *ret_info)
 {
-	uint64_t i = mix(p) & live_mask;
+	uint64_t i = live_index(p);
 	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & live_mask) {
 		uint64_t k = __atomic_load_n(&live[i].key, __ATOMIC_RELAXED);
 		if (k == 0)

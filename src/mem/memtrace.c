@@ -735,6 +735,32 @@ DELETE_3(_ZdaPvmSt11align_val_t, MEM_F_DELETE_ARRAY, size_t, size_t)
 DELETE_3(_ZdlPvSt11align_val_tRKSt9nothrow_t, MEM_F_DELETE, size_t, const void *)
 DELETE_3(_ZdaPvSt11align_val_tRKSt9nothrow_t, MEM_F_DELETE_ARRAY, size_t, const void *)
 
+/* ---- objects unloaded ------------------------------------------------------
+ *
+ * Call sites are named from the log of loaded objects. An object without
+ * tracepoints that the program dlopen()s and dlclose()s would be missing
+ * from it, so the objects are logged before each dlclose (still mapped
+ * then) and at exit. dlopen itself is not wrapped: glibc resolves a
+ * relative name and $ORIGIN from the caller's object, which a wrapper
+ * would change.
+ */
+EXPORT int dlclose(void *handle)
+{
+	static void *cache;
+	int (*f)(void *) = (int (*)(void *))cxx_sym(&cache, "dlclose");
+	if (!f)
+		return -1;
+	if (!in_hook && (agg() || ringtrace_tracepoint_enabled(mem, alloc)))
+		ringtrace__maps_changed();
+	return f(handle);
+}
+
+__attribute__((destructor)) static void memtrace_fini(void)
+{
+	if (agg() || ringtrace_tracepoint_enabled(mem, alloc))
+		ringtrace__maps_changed();
+}
+
 /* ---- start-up ------------------------------------------------------------ */
 
 /*
