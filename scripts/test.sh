@@ -140,6 +140,9 @@ fi
 if [ -x tests/e2e/mem_agg.sh ]; then
 	suite "allocation counters (aggregate mode, gcc build)" tests/e2e/mem_agg.sh build
 fi
+if [ -x tests/e2e/mem_more.sh ]; then
+	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
+fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi
@@ -148,6 +151,9 @@ if [ -x tests/e2e/mem_real.sh ]; then
 fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
+fi
+if [ -x tests/e2e/convert_chrome.sh ]; then
+	suite "convert to Chrome trace-event JSON and folded stacks (gcc build)" tests/e2e/convert_chrome.sh build
 fi
 if [ -x tests/e2e/reader_bounds.sh ]; then
 	suite "readers on hostile metadata end in bounded time (gcc build)" tests/e2e/reader_bounds.sh build
