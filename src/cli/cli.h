@@ -32,6 +32,7 @@ int cmd_mem(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 struct ctf_buf;
 struct rd_item;

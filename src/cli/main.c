@@ -30,6 +30,7 @@ static const struct {
 	{ "mem", cmd_mem, "record a program's allocations with stacks and print the report" },
 	{ "top", cmd_top, "the live heap of a program recorded with --mem --aggregate, by stack or site" },
 	{ "report", cmd_report, "allocation report of a trace: call sites, leaks, errors" },
+	{ "convert", cmd_convert, "a trace as Chrome trace-event JSON (Perfetto), SQLite, or folded stacks" },
 	{ "check", cmd_check, "validate a trace: packets, timestamps, sequence numbers, losses" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
 };

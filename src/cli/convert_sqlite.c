@@ -1,0 +1,1434 @@
+/*
+ * convert_sqlite.c - `ringtrace convert DIR --to sqlite -o FILE`: a trace
+ * as an SQLite database, for questions the report does not answer
+ * (docs/convert.md, "SQLite", has the schema and example queries).
+ *
+ * One table per event class (ev_PROVIDER_NAME: ts, cpu, tid, then one
+ * column per payload field), the classes, threads, stacks and their
+ * symbolised frames, the losses, the trace's env, and for traces recorded
+ * with --mem one row per heap block (allocations), failed allocations
+ * and allocation errors, found by replaying the mem:* events as
+ * `ringtrace report` does (cmd_report.c: frees matched to allocations by
+ * pointer, a realloc is a free of the old block and an allocation of the
+ * new one at its site, pages from mmap/munmap/mremap).
+ *
+ * Built for traces of millions of events: the trace is read once, in time
+ * order, each row inserted through a prepared statement inside one
+ * transaction on a database without a journal (it is written as
+ * FILE.tmp and renamed over FILE at the end, so a crash never leaves a
+ * half-written FILE); indexes are made after the rows. An allocation row
+ * is inserted when its block is freed, or at the end when it never was,
+ * so memory holds one entry per address seen (the report's table), not
+ * per allocation. Everything from the trace is untrusted: strings are
+ * made valid UTF-8, identifiers are sanitised and quoted, values go
+ * through bound parameters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cli/convert.h"
+#include "ctf/buf.h"
+#include "mem/mem_family.h"
+#include "read/decode.h"
+#include "read/format.h"
+#include "read/reader.h"
+#include "stackmap/stack_files.h"
+#include "sym/symbolize.h"
+
+#define PFX "ringtrace convert: "
+#define STACK_NONE 0xffffffffu
+/* SQLite's default SQLITE_MAX_COMPOUND_SELECT: the `events` view is one
+ * UNION ALL over the event tables. */
+#define VIEW_MAX_TABLES 500
+
+/* ---- the replay of mem:* events (as cmd_report.c) ------------------------ */
+
+enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
+
+/* How a block ended, beyond enum mem_free_family. */
+enum { FK_REALLOC = MEM_F_MAX, FK_MREMAP };
+
+enum { B_EMPTY, B_LIVE, B_FREED };
+
+struct blk {
+	uint64_t ptr;
+	int64_t id;                  /* allocations.id */
+	uint64_t size, usable, site;
+	int64_t ts;
+	uint32_t stack, tid, cpu;
+	uint8_t fam;                 /* enum mem_alloc_family */
+	uint8_t state;
+	uint8_t ts_ok, has_stack;
+	uint64_t free_site;          /* B_FREED: the free that ended it */
+	uint8_t free_fam;            /* enum mem_free_family or FK_* */
+};
+
+enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
+/* The report's names (`ringtrace report --json`, "errors"). */
+static const char *const err_name[E_COUNT] = {
+	"free of an unknown pointer", "double free", "mismatched free", "realloc of a freed block",
+	"realloc of an unknown pointer",
+};
+
+/* ---- per event class ------------------------------------------------------ */
+
+struct col {
+	uint32_t member;             /* index in the payload struct */
+	char *name;                  /* column name, sanitised */
+};
+
+struct tab {
+	char *name;                  /* table name, sanitised */
+	struct col *cols;
+	uint32_t ncols;
+	sqlite3_stmt *ins;
+	uint64_t rows;
+	int skip;                    /* ringtrace:thread, ringtrace:thread_name */
+	/* mem:* events: member indexes (-1 absent) */
+	int kind;
+	int ptr, old_ptr, site, size, usable, family, stack_id;
+};
+
+/* ---- hash sets ----------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Keys with a counter; key 0 is kept aside (a site or tid of 0 is real). */
+struct kset {
+	uint64_t *k;
+	uint64_t *n;
+	size_t used, cap;
+	int has0;
+	uint64_t n0;
+};
+
+static int kset_add(struct kset *s, uint64_t key, uint64_t inc)
+{
+	if (!key) {
+		s->has0 = 1;
+		s->n0 += inc;
+		return 0;
+	}
+	if ((s->used + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		uint64_t *k = calloc(cap, sizeof(*k)), *n = calloc(cap, sizeof(*n));
+		if (!k || !n) {
+			free(k);
+			free(n);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->k[i])
+				continue;
+			size_t j = mix(s->k[i]) & (cap - 1);
+			while (k[j])
+				j = (j + 1) & (cap - 1);
+			k[j] = s->k[i];
+			n[j] = s->n[i];
+		}
+		free(s->k);
+		free(s->n);
+		s->k = k;
+		s->n = n;
+		s->cap = cap;
+	}
+	size_t j = mix(key) & (s->cap - 1);
+	while (s->k[j] && s->k[j] != key)
+		j = (j + 1) & (s->cap - 1);
+	if (!s->k[j]) {
+		s->k[j] = key;
+		s->used++;
+	}
+	s->n[j] += inc;
+	return 0;
+}
+
+static void kset_free(struct kset *s)
+{
+	free(s->k);
+	free(s->n);
+}
+
+/* ---- the conversion -------------------------------------------------------- */
+
+struct conv {
+	const char *dir;
+	sqlite3 *db;
+	struct rd_trace *t;
+	const struct rd_meta *m;
+	struct tab *tabs;            /* parallel to m->events */
+	size_t ntabs;
+	struct ctf_buf b;            /* scratch: SQL, JSON, UTF-8 */
+
+	sqlite3_stmt *ins_alloc, *ins_failed, *ins_err, *ins_lost;
+
+	struct blk *blk;
+	size_t nblk, capblk;
+	int64_t next_id;
+
+	struct kset sites, tids;
+	uint64_t events, lost;
+	int64_t first_ns, last_ns;
+	int have_ns;
+	int oom;                     /* a table could not grow: rows are missing */
+	char dberr[512];             /* the first SQLite error */
+};
+
+static void db_fail(struct conv *c, const char *what)
+{
+	if (!c->dberr[0])
+		snprintf(c->dberr, sizeof(c->dberr), "%s: %s", what, sqlite3_errmsg(c->db));
+}
+
+static int exec(struct conv *c, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		if (!c->dberr[0])
+			snprintf(c->dberr, sizeof(c->dberr), "%s", msg ? msg : sqlite3_errmsg(c->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *prepare(struct conv *c, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_fail(c, "prepare");
+		return NULL;
+	}
+	return st;
+}
+
+/* Step an insert and reset it (its parameters NULL again unless `keep`:
+ * the caller binds every one each time). 0 or -1 (error in c->dberr). */
+static int step_keep(struct conv *c, sqlite3_stmt *st, int keep)
+{
+	int r = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (!keep)
+		sqlite3_clear_bindings(st);
+	if (r != SQLITE_DONE) {
+		db_fail(c, "insert");
+		return -1;
+	}
+	return 0;
+}
+
+static int step(struct conv *c, sqlite3_stmt *st)
+{
+	return step_keep(c, st, 0);
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+/* Bytes of the UTF-8 sequence at s (at most n), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t k;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return k;
+}
+
+/* s[0..n) as valid UTF-8 (invalid bytes become U+FFFD); json: escaped for
+ * a JSON string (without the quotes). */
+static void put_text(struct ctf_buf *b, const char *s, size_t n, int json)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		unsigned ch = p[i];
+		if (json && (ch < 0x20 || ch == '"' || ch == '\\')) {
+			if (ch == '"' || ch == '\\') {
+				ctf_buf_putc(b, '\\');
+				ctf_buf_putc(b, (char)ch);
+			} else if (ch == '\n') {
+				ctf_buf_puts(b, "\\n");
+			} else if (ch == '\t') {
+				ctf_buf_puts(b, "\\t");
+			} else {
+				ctf_buf_printf(b, "\\u%04x", ch);
+			}
+			i++;
+			continue;
+		}
+		size_t k = utf8_len(p + i, n - i);
+		if (!k) {
+			ctf_buf_puts(b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		ctf_buf_add(b, p + i, k);
+		i += k;
+	}
+}
+
+/* A name made of [a-z0-9_] (lower case: SQLite names ignore case). */
+static char *sanitize(const char *prefix, const char *name)
+{
+	size_t lp = strlen(prefix), ln = strlen(name);
+	char *s = malloc(lp + ln + 2);
+	if (!s)
+		return NULL;
+	memcpy(s, prefix, lp);
+	size_t k = lp;
+	if (!lp && (!ln || (name[0] >= '0' && name[0] <= '9')))
+		s[k++] = '_';
+	for (size_t i = 0; i < ln; i++) {
+		char ch = name[i];
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (char)(ch - 'A' + 'a');
+		s[k++] = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ? ch : '_';
+	}
+	s[k] = 0;
+	return s;
+}
+
+/* name, or name_2, name_3... so that it is not among taken[0..n). */
+static char *unique(char *name, char *const *taken, size_t n)
+{
+	for (unsigned v = 1;; v++) {
+		char *cand = name;
+		if (v > 1) {
+			size_t len = strlen(name) + 16;
+			cand = malloc(len);
+			if (!cand) {
+				free(name);
+				return NULL;
+			}
+			snprintf(cand, len, "%s_%u", name, v);
+		}
+		size_t i;
+		for (i = 0; i < n; i++)
+			if (taken[i] && !strcmp(taken[i], cand))
+				break;
+		if (i == n) {
+			if (cand != name)
+				free(name);
+			return cand;
+		}
+		if (cand != name)
+			free(cand);
+	}
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+/* Is member i of struct type t the length of a sequence of the same struct?
+ * (Not a column: the sequence's JSON array has the length.) */
+static int is_length_member(const struct rd_type *t, uint32_t i)
+{
+	const char *name = t->members[i].name;
+	for (uint32_t k = i + 1; k < t->n_members; k++) {
+		const struct rd_type *mt = t->members[k].type;
+		if (mt && mt->kind == RD_SEQ && mt->ref && name && !strcmp(mt->ref, name))
+			return 1;
+	}
+	return 0;
+}
+
+static void put_json(struct ctf_buf *b, const struct rd_value *v, unsigned depth)
+{
+	const struct rd_type *t = v->type;
+	if (!t || depth > RD_TYPE_DEPTH + 1) {
+		ctf_buf_puts(b, "null");
+		return;
+	}
+	switch (t->kind) {
+	case RD_INT:
+		if (t->is_signed)
+			ctf_buf_printf(b, "%" PRId64, (int64_t)v->u);
+		else
+			ctf_buf_printf(b, "%" PRIu64, v->u);
+		return;
+	case RD_ENUM: {
+		const char *label = rd_enum_label(t, v->u);
+		if (label) {
+			ctf_buf_putc(b, '"');
+			put_text(b, label, strlen(label), 1);
+			ctf_buf_putc(b, '"');
+		} else if (t->is_signed) {
+			ctf_buf_printf(b, "%" PRId64, (int64_t)v->u);
+		} else {
+			ctf_buf_printf(b, "%" PRIu64, v->u);
+		}
+		return;
+	}
+	case RD_FLOAT:
+		if (isfinite(v->f))
+			ctf_buf_printf(b, "%.17g", v->f);
+		else
+			ctf_buf_puts(b, "null");
+		return;
+	case RD_STRING:
+		ctf_buf_putc(b, '"');
+		put_text(b, v->str.s, v->str.len, 1);
+		ctf_buf_putc(b, '"');
+		return;
+	case RD_STRUCT: {
+		ctf_buf_putc(b, '{');
+		int first = 1;
+		for (uint32_t i = 0; i < v->sub.n; i++) {
+			if (i < t->n_members && is_length_member(t, i))
+				continue;
+			const char *n = rd_display_name(v->sub.v[i].name);
+			ctf_buf_puts(b, first ? "\"" : ",\"");
+			put_text(b, n, strlen(n), 1);
+			ctf_buf_puts(b, "\":");
+			put_json(b, &v->sub.v[i], depth + 1);
+			first = 0;
+		}
+		ctf_buf_putc(b, '}');
+		return;
+	}
+	case RD_VARIANT:
+		if (v->sub.n)
+			put_json(b, &v->sub.v[0], depth + 1);
+		else
+			ctf_buf_puts(b, "null");
+		return;
+	case RD_ARRAY:
+	case RD_SEQ:
+		ctf_buf_putc(b, '[');
+		for (uint32_t i = 0; i < v->sub.n; i++) {
+			if (i)
+				ctf_buf_putc(b, ',');
+			put_json(b, &v->sub.v[i], depth + 1);
+		}
+		ctf_buf_putc(b, ']');
+		return;
+	}
+	ctf_buf_puts(b, "null");
+}
+
+/*
+ * Bind one field: integers as INTEGER (an unsigned 64-bit value of 2^63 or
+ * more reads as its two's complement, a negative number), enums as their
+ * label (the number when none matches), floats as REAL, strings as TEXT,
+ * compound values as JSON TEXT.
+ */
+static int bind_value(struct conv *c, sqlite3_stmt *st, int idx, const struct rd_value *v, unsigned depth)
+{
+	const struct rd_type *t = v->type;
+	if (!t)
+		return sqlite3_bind_null(st, idx);
+	switch (t->kind) {
+	case RD_INT:
+		return sqlite3_bind_int64(st, idx, (sqlite3_int64)v->u);
+	case RD_ENUM: {
+		const char *label = rd_enum_label(t, v->u);
+		if (!label)
+			return sqlite3_bind_int64(st, idx, (sqlite3_int64)v->u);
+		ctf_buf_reset(&c->b);
+		put_text(&c->b, label, strlen(label), 0);
+		return sqlite3_bind_text(st, idx, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+	}
+	case RD_FLOAT:
+		return isnan(v->f) ? sqlite3_bind_null(st, idx) : sqlite3_bind_double(st, idx, v->f);
+	case RD_STRING:
+		ctf_buf_reset(&c->b);
+		put_text(&c->b, v->str.s, v->str.len, 0);
+		if (c->b.err)
+			return SQLITE_NOMEM;
+		return sqlite3_bind_text(st, idx, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+	case RD_VARIANT:
+		if (v->sub.n && depth < RD_TYPE_DEPTH)
+			return bind_value(c, st, idx, &v->sub.v[0], depth + 1);
+		return sqlite3_bind_null(st, idx);
+	default:
+		ctf_buf_reset(&c->b);
+		put_json(&c->b, v, 0);
+		if (c->b.err)
+			return SQLITE_NOMEM;
+		return sqlite3_bind_text(st, idx, c->b.data, (int)c->b.len, SQLITE_TRANSIENT);
+	}
+}
+
+static const char *sql_type(const struct rd_type *t)
+{
+	switch (t->kind) {
+	case RD_INT: return "INTEGER";
+	case RD_FLOAT: return "REAL";
+	case RD_STRING:
+	case RD_ENUM: return "TEXT";
+	default: return "TEXT";    /* JSON */
+	}
+}
+
+/* The field's kind as the signatures write it: u32, s64, x64, f64, string... */
+static void put_kind(struct ctf_buf *b, const struct rd_type *t)
+{
+	switch (t->kind) {
+	case RD_INT:
+		ctf_buf_printf(b, "%c%u", t->base == 16 ? 'x' : t->is_signed ? 's' : 'u', t->size);
+		return;
+	case RD_FLOAT: ctf_buf_printf(b, "f%u", t->size); return;
+	case RD_STRING: ctf_buf_puts(b, "string"); return;
+	case RD_ENUM: ctf_buf_puts(b, "enum"); return;
+	case RD_STRUCT: ctf_buf_puts(b, "struct"); return;
+	case RD_VARIANT: ctf_buf_puts(b, "variant"); return;
+	case RD_ARRAY:
+	case RD_SEQ:
+		if (t->elem)
+			put_kind(b, t->elem);
+		else
+			ctf_buf_putc(b, '?');
+		if (t->kind == RD_ARRAY)
+			ctf_buf_printf(b, "[%" PRIu64 "]", t->length);
+		else
+			ctf_buf_puts(b, "[]");
+		return;
+	}
+}
+
+/* ---- schema ---------------------------------------------------------------- */
+
+static const char schema[] =
+	"CREATE TABLE metadata(key TEXT PRIMARY KEY, value);\n"
+	"CREATE TABLE event_classes(id INTEGER, stream_id INTEGER, name TEXT, table_name TEXT, fields TEXT,"
+	" events INTEGER);\n"
+	"CREATE TABLE threads(tid INTEGER PRIMARY KEY, comm TEXT, events INTEGER);\n"
+	"CREATE TABLE lost(ts_begin INTEGER, ts_end INTEGER, cpu INTEGER, count INTEGER, kind TEXT);\n"
+	"CREATE TABLE stacks(stack_id INTEGER PRIMARY KEY, depth INTEGER, ref INTEGER, tracer_frames INTEGER);\n"
+	"CREATE TABLE frames(stack_id INTEGER, level INTEGER, ip INTEGER, function TEXT, offset INTEGER,"
+	" file TEXT, line INTEGER, object TEXT);\n"
+	"CREATE TABLE sites(site INTEGER PRIMARY KEY, name TEXT, function TEXT, offset INTEGER, file TEXT,"
+	" line INTEGER, object TEXT);\n"
+	"CREATE TABLE allocations(id INTEGER PRIMARY KEY, ptr INTEGER, size INTEGER, usable INTEGER,"
+	" family TEXT, site INTEGER, stack_id INTEGER, tid INTEGER, cpu INTEGER, ts_alloc INTEGER,"
+	" ts_free INTEGER, free_site INTEGER, free_family TEXT, free_tid INTEGER, free_cpu INTEGER);\n"
+	"CREATE TABLE failed_allocations(ts INTEGER, size INTEGER, family TEXT, site INTEGER, stack_id INTEGER,"
+	" tid INTEGER, cpu INTEGER);\n"
+	"CREATE TABLE errors(kind TEXT, ts INTEGER, ptr INTEGER, tid INTEGER, cpu INTEGER, site INTEGER,"
+	" family TEXT, alloc_id INTEGER, alloc_site INTEGER, alloc_family TEXT, free_site INTEGER,"
+	" free_family TEXT);\n"
+	"CREATE VIEW allocations_named AS SELECT a.*, s.name AS site_name, f.name AS free_site_name"
+	" FROM allocations a LEFT JOIN sites s ON s.site = a.site LEFT JOIN sites f ON f.site = a.free_site;\n";
+
+static const char indexes[] =
+	"CREATE INDEX ix_allocations_site ON allocations(site);\n"
+	"CREATE INDEX ix_allocations_stack_id ON allocations(stack_id);\n"
+	"CREATE INDEX ix_allocations_ts_alloc ON allocations(ts_alloc);\n"
+	"CREATE INDEX ix_frames_stack_id ON frames(stack_id, level);\n";
+
+static int member_index(const struct rd_type *ft, const char *name)
+{
+	for (uint32_t i = 0; ft && i < ft->n_members; i++)
+		if (ft->members[i].name && !strcmp(rd_display_name(ft->members[i].name), name))
+			return (int)i;
+	return -1;
+}
+
+static void mem_plan(struct tab *tb, const char *n, const struct rd_type *ft)
+{
+	tb->kind = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? K_ALLOC :
+		   !strcmp(n, "mem:free") ? K_FREE :
+		   !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? K_REALLOC :
+		   !strcmp(n, "mem:mmap") ? K_MMAP :
+		   !strcmp(n, "mem:munmap") ? K_MUNMAP :
+		   !strcmp(n, "mem:mremap") ? K_MREMAP : K_NONE;
+	tb->ptr = member_index(ft, "ptr");
+	tb->old_ptr = member_index(ft, "old_ptr");
+	tb->site = member_index(ft, "site");
+	tb->size = member_index(ft, "size");
+	tb->usable = member_index(ft, "usable");
+	tb->family = member_index(ft, "family");
+	tb->stack_id = member_index(ft, "stack_id");
+	/* A class of that name without the fields it needs is not ours. */
+	if (tb->kind != K_NONE && (tb->ptr < 0 || tb->site < 0 ||
+				   ((tb->kind == K_REALLOC || tb->kind == K_MREMAP) && tb->old_ptr < 0) ||
+				   ((tb->kind == K_ALLOC || tb->kind == K_REALLOC) && (tb->size < 0 || tb->family < 0))))
+		tb->kind = K_NONE;
+}
+
+/* One table per event class, its insert statement and its row of
+ * event_classes. */
+static int make_tables(struct conv *c)
+{
+	const struct rd_meta *m = c->m;
+	c->ntabs = m->n_events;
+	c->tabs = calloc(c->ntabs ? c->ntabs : 1, sizeof(*c->tabs));
+	char **taken = calloc(c->ntabs ? c->ntabs : 1, sizeof(*taken));
+	if (!c->tabs || !taken) {
+		free(taken);
+		return -ENOMEM;
+	}
+	int r = -ENOMEM;
+	sqlite3_stmt *cls = prepare(c, "INSERT INTO event_classes VALUES(?,?,?,?,?,0)");
+	if (!cls) {
+		free(taken);
+		return -EIO;
+	}
+	struct ctf_buf sql, js;
+	ctf_buf_init(&sql);
+	ctf_buf_init(&js);
+	for (size_t i = 0; i < c->ntabs; i++) {
+		const struct rd_event_class *ec = &m->events[i];
+		struct tab *tb = &c->tabs[i];
+		const char *n = ec->name ? ec->name : "";
+		tb->kind = K_NONE;
+		if (!strcmp(n, "ringtrace:thread") || !strcmp(n, "ringtrace:thread_name")) {
+			tb->skip = 1;
+			continue;
+		}
+		const struct rd_type *ft = ec->fields && ec->fields->kind == RD_STRUCT ? ec->fields : NULL;
+		mem_plan(tb, n, ft);
+		tb->name = sanitize("ev_", n);
+		if (!tb->name || !(tb->name = unique(tb->name, taken, i)))
+			goto out;
+		taken[i] = tb->name;
+
+		/* Columns: ts, cpu, tid, then the fields (sequence lengths
+		 * are in the arrays). */
+		uint32_t nm = ft ? ft->n_members : 0;
+		tb->cols = calloc(nm ? nm : 1, sizeof(*tb->cols));
+		char **cn = calloc(nm + 3, sizeof(*cn));
+		if (!tb->cols || !cn) {
+			free(cn);
+			goto out;
+		}
+		cn[0] = "ts";
+		cn[1] = "cpu";
+		cn[2] = "tid";
+		ctf_buf_reset(&sql);
+		ctf_buf_reset(&js);
+		ctf_buf_printf(&sql, "CREATE TABLE \"%s\"(ts INTEGER, cpu INTEGER, tid INTEGER", tb->name);
+		ctf_buf_putc(&js, '[');
+		for (uint32_t k = 0; k < nm; k++) {
+			if (is_length_member(ft, k) || !ft->members[k].type)
+				continue;
+			const char *fname = rd_display_name(ft->members[k].name);
+			char *col = sanitize("", fname);
+			if (!col || !(col = unique(col, cn, tb->ncols + 3))) {
+				free(cn);
+				goto out;
+			}
+			tb->cols[tb->ncols].member = k;
+			tb->cols[tb->ncols].name = col;
+			cn[3 + tb->ncols] = col;
+			tb->ncols++;
+			ctf_buf_printf(&sql, ", \"%s\" %s", col, sql_type(ft->members[k].type));
+			ctf_buf_puts(&js, tb->ncols > 1 ? ",{\"name\":\"" : "{\"name\":\"");
+			put_text(&js, fname, strlen(fname), 1);
+			ctf_buf_printf(&js, "\",\"column\":\"%s\",\"type\":\"", col);
+			put_kind(&js, ft->members[k].type);
+			ctf_buf_puts(&js, "\"}");
+		}
+		free(cn);
+		ctf_buf_puts(&sql, ")");
+		ctf_buf_putc(&js, ']');
+		if (sql.err || js.err)
+			goto out;
+		r = -EIO;
+		if (exec(c, sql.data) < 0)
+			goto out;
+		ctf_buf_reset(&sql);
+		ctf_buf_printf(&sql, "INSERT INTO \"%s\" VALUES(?,?,?", tb->name);
+		for (uint32_t k = 0; k < tb->ncols; k++)
+			ctf_buf_puts(&sql, ",?");
+		ctf_buf_puts(&sql, ")");
+		if (sql.err || !(tb->ins = prepare(c, sql.data)))
+			goto out;
+		sqlite3_bind_int64(cls, 1, (sqlite3_int64)ec->id);
+		sqlite3_bind_int64(cls, 2, (sqlite3_int64)ec->stream_id);
+		ctf_buf_reset(&sql);
+		put_text(&sql, n, strlen(n), 0);
+		sqlite3_bind_text(cls, 3, sql.len ? sql.data : "", (int)sql.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(cls, 4, tb->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(cls, 5, js.data, (int)js.len, SQLITE_STATIC);
+		if (step(c, cls) < 0)
+			goto out;
+		r = -ENOMEM;
+	}
+	r = 0;
+out:
+	sqlite3_finalize(cls);
+	ctf_buf_free(&sql);
+	ctf_buf_free(&js);
+	free(taken);
+	return r;
+}
+
+/* ---- allocations ---------------------------------------------------------- */
+
+static const char *free_kind_name(unsigned fk)
+{
+	return fk == FK_REALLOC ? "realloc" : fk == FK_MREMAP ? "mremap" : mem_free_name(fk);
+}
+
+static struct blk *blk_find(struct conv *c, uint64_t ptr, int create)
+{
+	if (create && (c->nblk + 1) * 4 > c->capblk * 3) {
+		size_t cap = c->capblk ? c->capblk * 2 : 1u << 16;
+		struct blk *nb = calloc(cap, sizeof(*nb));
+		if (!nb) {
+			c->oom = 1;
+			return NULL;
+		}
+		for (size_t i = 0; i < c->capblk; i++) {
+			if (c->blk[i].state == B_EMPTY)
+				continue;
+			size_t j = mix(c->blk[i].ptr) & (cap - 1);
+			while (nb[j].state != B_EMPTY)
+				j = (j + 1) & (cap - 1);
+			nb[j] = c->blk[i];
+		}
+		free(c->blk);
+		c->blk = nb;
+		c->capblk = cap;
+	}
+	if (!c->capblk)
+		return NULL;
+	size_t j = mix(ptr) & (c->capblk - 1);
+	while (c->blk[j].state != B_EMPTY) {
+		if (c->blk[j].ptr == ptr)
+			return &c->blk[j];
+		j = (j + 1) & (c->capblk - 1);
+	}
+	if (!create)
+		return NULL;
+	c->nblk++;
+	memset(&c->blk[j], 0, sizeof(c->blk[j]));
+	c->blk[j].ptr = ptr;
+	c->blk[j].state = B_FREED; /* the caller sets it */
+	return &c->blk[j];
+}
+
+static void bind_ts(sqlite3_stmt *st, int idx, const struct rd_item *it)
+{
+	if (it->ns_ok)
+		sqlite3_bind_int64(st, idx, it->ns);
+	else
+		sqlite3_bind_null(st, idx);
+}
+
+/* The row of block b, ended by `it` (a free: site and kind; free_site
+ * unset and it set: handed out again without a free we saw), or alive at
+ * the end (it NULL). */
+static int put_alloc_row(struct conv *c, const struct blk *b, const struct rd_item *it, int freed, uint64_t site,
+			 unsigned fk)
+{
+	sqlite3_stmt *st = c->ins_alloc;
+	sqlite3_bind_int64(st, 1, b->id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)b->ptr);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)b->size);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)b->usable);
+	sqlite3_bind_text(st, 5, mem_alloc_name(b->fam), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)b->site);
+	if (b->has_stack)
+		sqlite3_bind_int64(st, 7, b->stack);
+	sqlite3_bind_int64(st, 8, b->tid);
+	sqlite3_bind_int64(st, 9, b->cpu);
+	if (b->ts_ok)
+		sqlite3_bind_int64(st, 10, b->ts);
+	if (it) {
+		bind_ts(st, 11, it);
+		if (freed) {
+			sqlite3_bind_int64(st, 12, (sqlite3_int64)site);
+			sqlite3_bind_text(st, 13, free_kind_name(fk), -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 14, it->tid);
+			sqlite3_bind_int64(st, 15, it->cpu);
+		}
+	}
+	return step(c, st);
+}
+
+static int put_error(struct conv *c, const struct rd_item *it, int kind, uint64_t ptr, uint64_t site,
+		     const char *fam, const struct blk *b)
+{
+	sqlite3_stmt *st = c->ins_err;
+	sqlite3_bind_text(st, 1, err_name[kind], -1, SQLITE_STATIC);
+	bind_ts(st, 2, it);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ptr);
+	sqlite3_bind_int64(st, 4, it->tid);
+	sqlite3_bind_int64(st, 5, it->cpu);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)site);
+	sqlite3_bind_text(st, 7, fam, -1, SQLITE_STATIC);
+	if (b) {
+		sqlite3_bind_int64(st, 8, b->id);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)b->site);
+		sqlite3_bind_text(st, 10, mem_alloc_name(b->fam), -1, SQLITE_STATIC);
+		if (b->state == B_FREED) {
+			sqlite3_bind_int64(st, 11, (sqlite3_int64)b->free_site);
+			sqlite3_bind_text(st, 12, free_kind_name(b->free_fam), -1, SQLITE_STATIC);
+		}
+	}
+	if (kset_add(&c->sites, site, 1) < 0)
+		c->oom = 1;
+	return step(c, st);
+}
+
+static int do_alloc(struct conv *c, const struct rd_item *it, uint64_t ptr, uint64_t size, uint64_t usable,
+		    uint64_t site, int has_stack, uint32_t stack, unsigned fam)
+{
+	if (kset_add(&c->sites, site, 1) < 0)
+		c->oom = 1;
+	if (!ptr) {
+		sqlite3_stmt *st = c->ins_failed;
+		bind_ts(st, 1, it);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
+		sqlite3_bind_text(st, 3, mem_alloc_name(fam), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)site);
+		if (has_stack)
+			sqlite3_bind_int64(st, 5, stack);
+		sqlite3_bind_int64(st, 6, it->tid);
+		sqlite3_bind_int64(st, 7, it->cpu);
+		return step(c, st);
+	}
+	struct blk *b = blk_find(c, ptr, 1);
+	if (!b)
+		return 0;
+	/* Handed out again without a free we saw (a free racing with a
+	 * realloc that moved, in another thread; a lost event): the old
+	 * block ends here, unfreed. */
+	if (b->state == B_LIVE && put_alloc_row(c, b, it, 0, 0, 0) < 0)
+		return -1;
+	b->state = B_LIVE;
+	b->id = ++c->next_id;
+	b->size = size;
+	b->usable = usable < size ? size : usable;
+	b->site = site;
+	b->has_stack = (uint8_t)has_stack;
+	b->stack = stack;
+	b->tid = it->tid;
+	b->cpu = it->cpu;
+	b->fam = (uint8_t)fam;
+	b->ts = it->ns;
+	b->ts_ok = (uint8_t)it->ns_ok;
+	b->free_site = 0;
+	b->free_fam = 0;
+	return 0;
+}
+
+/* A free (or the freeing half of a realloc, fk FK_*) of ptr at `site`. */
+static int do_free(struct conv *c, const struct rd_item *it, uint64_t ptr, uint64_t site, unsigned fk)
+{
+	int re = fk == FK_REALLOC || fk == FK_MREMAP;
+	struct blk *b = blk_find(c, ptr, 0);
+	if (!b)
+		return put_error(c, it, re ? E_REALLOC_UNKNOWN : E_UNKNOWN, ptr, site, free_kind_name(fk), NULL);
+	if (b->state == B_FREED)
+		return put_error(c, it, re ? E_REALLOC_FREED : E_DOUBLE, ptr, site, free_kind_name(fk), b);
+	if (!re && mem_alloc_class(b->fam) != mem_free_class(fk) &&
+	    put_error(c, it, E_MISMATCH, ptr, site, free_kind_name(fk), b) < 0)
+		return -1;
+	if (kset_add(&c->sites, site, 1) < 0)
+		c->oom = 1;
+	if (put_alloc_row(c, b, it, 1, site, fk) < 0)
+		return -1;
+	b->state = B_FREED;
+	b->free_site = site;
+	b->free_fam = (uint8_t)fk;
+	return 0;
+}
+
+static uint64_t fval(const struct rd_value *f, int i)
+{
+	return i >= 0 && (uint32_t)i < f->sub.n ? f->sub.v[i].u : 0;
+}
+
+static int replay(struct conv *c, const struct tab *p, const struct rd_item *it)
+{
+	const struct rd_value *f = it->fields;
+	if (!f)
+		return 0;
+	uint64_t ptr = fval(f, p->ptr), site = fval(f, p->site);
+	int has_stack = p->stack_id >= 0;
+	uint32_t stack = has_stack ? (uint32_t)fval(f, p->stack_id) : STACK_NONE;
+	switch (p->kind) {
+	case K_ALLOC:
+		return do_alloc(c, it, ptr, fval(f, p->size), fval(f, p->usable), site, has_stack, stack,
+				(unsigned)fval(f, p->family));
+	case K_FREE:
+		return do_free(c, it, ptr, site, (unsigned)fval(f, p->family));
+	case K_REALLOC: {
+		uint64_t old = fval(f, p->old_ptr), size = fval(f, p->size);
+		if (!ptr && size) /* failed: the old block stays */
+			return do_alloc(c, it, 0, size, 0, site, has_stack, stack, (unsigned)fval(f, p->family));
+		if (old && do_free(c, it, old, site, FK_REALLOC) < 0)
+			return -1;
+		if (ptr)
+			return do_alloc(c, it, ptr, size, fval(f, p->usable), site, has_stack, stack,
+					(unsigned)fval(f, p->family));
+		return 0;
+	}
+	case K_MMAP:
+		return do_alloc(c, it, ptr, fval(f, p->size), fval(f, p->size), site, has_stack, stack, MEM_A_MMAP);
+	case K_MUNMAP: {
+		/* Only a whole mapping we saw made: file mappings and partial
+		 * unmaps are not allocations. */
+		struct blk *b = blk_find(c, ptr, 0);
+		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES && b->size == fval(f, p->size))
+			return do_free(c, it, ptr, site, MEM_F_MUNMAP);
+		return 0;
+	}
+	case K_MREMAP: {
+		uint64_t old = fval(f, p->old_ptr);
+		struct blk *b = blk_find(c, old, 0);
+		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES) {
+			if (do_free(c, it, old, site, FK_MREMAP) < 0)
+				return -1;
+			uint64_t size = fval(f, p->size);
+			return do_alloc(c, it, ptr, size, size, site, has_stack, stack, MEM_A_MREMAP);
+		}
+		return 0;
+	}
+	}
+	return 0;
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+static int put_event(struct conv *c, const struct rd_item *it)
+{
+	size_t i = (size_t)(it->ec - c->m->events);
+	if (it->ec < c->m->events || i >= c->ntabs)
+		return 0;
+	struct tab *tb = &c->tabs[i];
+	if (tb->skip)
+		return 0;
+	sqlite3_stmt *st = tb->ins;
+	bind_ts(st, 1, it);
+	sqlite3_bind_int64(st, 2, it->cpu);
+	sqlite3_bind_int64(st, 3, it->tid);
+	const struct rd_value *f = it->fields;
+	for (uint32_t k = 0; k < tb->ncols; k++) {
+		uint32_t mi = tb->cols[k].member;
+		int r = f && mi < f->sub.n ? bind_value(c, st, (int)k + 4, &f->sub.v[mi], 0) :
+					     sqlite3_bind_null(st, (int)k + 4);
+		if (r != SQLITE_OK) {
+			db_fail(c, "bind");
+			return -1;
+		}
+	}
+	if (step_keep(c, st, 1) < 0)
+		return -1;
+	tb->rows++;
+	c->events++;
+	if (it->ns_ok) {
+		if (!c->have_ns)
+			c->first_ns = it->ns;
+		c->last_ns = it->ns;
+		c->have_ns = 1;
+	}
+	if (kset_add(&c->tids, it->tid, 1) < 0)
+		c->oom = 1;
+	return tb->kind != K_NONE ? replay(c, tb, it) : 0;
+}
+
+static int put_loss(struct conv *c, const struct rd_item *it)
+{
+	sqlite3_stmt *st = c->ins_lost;
+	if (it->has_begin && it->ns_ok)
+		sqlite3_bind_int64(st, 1, it->ns);
+	if (it->end_ok)
+		sqlite3_bind_int64(st, 2, it->end_ns);
+	sqlite3_bind_int64(st, 3, it->cpu);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)it->count);
+	sqlite3_bind_text(st, 5, it->kind == RD_ITEM_LOST_EVENTS ? "events" : "packets", -1, SQLITE_STATIC);
+	if (it->kind == RD_ITEM_LOST_EVENTS)
+		c->lost += it->count;
+	return step(c, st);
+}
+
+/* ---- after the events ------------------------------------------------------ */
+
+static int put_meta(struct conv *c, sqlite3_stmt *st, const char *key, const char *s, int64_t num)
+{
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	if (s) {
+		ctf_buf_reset(&c->b);
+		put_text(&c->b, s, strlen(s), 0);
+		sqlite3_bind_text(st, 2, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+	} else {
+		sqlite3_bind_int64(st, 2, num);
+	}
+	return step(c, st);
+}
+
+static int put_metadata(struct conv *c)
+{
+	sqlite3_stmt *st = prepare(c, "INSERT OR REPLACE INTO metadata VALUES(?,?)");
+	if (!st)
+		return -1;
+	int r = 0;
+	const struct rd_meta *m = c->m;
+	for (size_t i = 0; i < m->n_env && !r; i++)
+		if (m->env[i].key)
+			r = put_meta(c, st, m->env[i].key, m->env[i].str, m->env[i].num);
+	/* Keys with a dot cannot be env keys (C identifiers). */
+	if (!r && m->n_clocks) {
+		const struct rd_clock *k = &m->clocks[0];
+		r = put_meta(c, st, "clock.name", k->name ? k->name : "", 0);
+		if (!r)
+			r = put_meta(c, st, "clock.freq", NULL, (int64_t)k->freq);
+		if (!r)
+			r = put_meta(c, st, "clock.offset_s", NULL, k->offset_s);
+		if (!r)
+			r = put_meta(c, st, "clock.offset", NULL, (int64_t)k->offset);
+	}
+	if (!r)
+		r = put_meta(c, st, "convert.version", "ringtrace " RINGTRACE_VERSION, 0);
+	if (!r)
+		r = put_meta(c, st, "convert.source", c->dir, 0);
+	if (!r)
+		r = put_meta(c, st, "convert.events", NULL, (int64_t)c->events);
+	if (!r)
+		r = put_meta(c, st, "convert.lost_events", NULL, (int64_t)c->lost);
+	if (!r && c->have_ns)
+		r = put_meta(c, st, "convert.first_ts", NULL, c->first_ns);
+	if (!r && c->have_ns)
+		r = put_meta(c, st, "convert.last_ts", NULL, c->last_ns);
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int put_threads(struct conv *c)
+{
+	sqlite3_stmt *st = prepare(c, "INSERT OR REPLACE INTO threads VALUES(?,?,?)");
+	if (!st)
+		return -1;
+	int r = 0;
+	/* Threads named in the env that had no event first, so that the
+	 * counted rows replace them. */
+	const struct rd_env *e = rd_meta_env(c->m, "thread_names");
+	struct rd_thread_name *names = NULL;
+	size_t nn = 0;
+	if (e && e->str && rd_parse_thread_names(e->str, &names, &nn) < 0)
+		nn = 0;
+	for (size_t i = 0; i < nn && !r; i++) {
+		sqlite3_bind_int64(st, 1, names[i].tid);
+		ctf_buf_reset(&c->b);
+		put_text(&c->b, names[i].comm, strnlen(names[i].comm, sizeof(names[i].comm)), 0);
+		sqlite3_bind_text(st, 2, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, 0);
+		r = step(c, st);
+	}
+	free(names);
+	for (size_t i = 0; i <= c->tids.cap && !r; i++) {
+		uint64_t tid, n;
+		if (i == c->tids.cap) {
+			if (!c->tids.has0)
+				break;
+			tid = 0;
+			n = c->tids.n0;
+		} else {
+			if (!c->tids.k[i])
+				continue;
+			tid = c->tids.k[i];
+			n = c->tids.n[i];
+		}
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)tid);
+		const char *comm = tid ? rd_trace_comm(c->t, (uint32_t)tid) : NULL;
+		if (comm) {
+			ctf_buf_reset(&c->b);
+			put_text(&c->b, comm, strlen(comm), 0);
+			sqlite3_bind_text(st, 2, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+		}
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+		r = step(c, st);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int put_event_counts(struct conv *c)
+{
+	sqlite3_stmt *st = prepare(c, "UPDATE event_classes SET events = ? WHERE table_name = ?");
+	if (!st)
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i < c->ntabs && !r; i++) {
+		if (c->tabs[i].skip)
+			continue;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)c->tabs[i].rows);
+		sqlite3_bind_text(st, 2, c->tabs[i].name, -1, SQLITE_STATIC);
+		r = step(c, st);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* The blocks alive at the end. */
+static int put_live(struct conv *c)
+{
+	for (size_t i = 0; i < c->capblk; i++)
+		if (c->blk[i].state == B_LIVE && put_alloc_row(c, &c->blk[i], NULL, 0, 0, 0) < 0)
+			return -1;
+	return 0;
+}
+
+static struct sym_ctx *symbolizer(const struct stack_files *sf)
+{
+	struct sym_ctx *ctx = NULL;
+	if (!sf->nmaps || sym_ctx_new(NULL, &ctx) < 0)
+		return NULL;
+	for (size_t i = 0; i < sf->nmaps; i++) {
+		const struct rt_map *m = &sf->maps[i];
+		if (m->start < m->end)
+			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
+					      m->end);
+	}
+	return ctx;
+}
+
+/*
+ * Bind function, offset, file, line, object of return address ip at
+ * columns idx.. (the line is the call's: ip - 1; for a stack frame
+ * without a function there, ip itself). 1 resolved, 0 not.
+ */
+static int bind_sym(struct sym_ctx *ctx, sqlite3_stmt *st, int idx, uint64_t ip, int frame, struct sym_result *s)
+{
+	uint64_t back = 1;
+	if (!ip || !ctx || sym_resolve(ctx, ip - 1, s) < 0)
+		return 0;
+	/* A signal frame's address is the trampoline's first byte
+	 * (__restore_rt), not a return address: ip - 1 is outside it. */
+	if (frame && !s->has_function) {
+		if (sym_resolve(ctx, ip, s) < 0)
+			return 0;
+		back = 0;
+	}
+	if (s->has_function) {
+		sqlite3_bind_text(st, idx, s->function, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, idx + 1, (sqlite3_int64)(s->offset + back));
+	}
+	if (s->file)
+		sqlite3_bind_text(st, idx + 2, s->file, -1, SQLITE_TRANSIENT);
+	if (s->line > 0)
+		sqlite3_bind_int(st, idx + 3, s->line);
+	if (s->object)
+		sqlite3_bind_text(st, idx + 4, s->object, -1, SQLITE_TRANSIENT);
+	return 1;
+}
+
+/* A frame of libringtrace-malloc.so (its wrappers). */
+static int own_frame(const struct sym_result *s)
+{
+	if (!s->object)
+		return 0;
+	const char *base = strrchr(s->object, '/');
+	base = base ? base + 1 : s->object;
+	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
+}
+
+/* The call sites, named as `ringtrace report` names them. */
+static int put_sites(struct conv *c, struct sym_ctx *ctx)
+{
+	sqlite3_stmt *st = prepare(c, "INSERT INTO sites VALUES(?,?,?,?,?,?,?)");
+	if (!st)
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i <= c->sites.cap && !r; i++) {
+		uint64_t site;
+		if (i == c->sites.cap) {
+			if (!c->sites.has0)
+				break;
+			site = 0;
+		} else if (!(site = c->sites.k[i])) {
+			continue;
+		}
+		struct sym_result s;
+		char name[SYM_NAME_MAX + PATH_MAX + 64];
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)site);
+		if (bind_sym(ctx, st, 3, site, 0, &s)) {
+			const char *obj = s.object ? strrchr(s.object, '/') : NULL;
+			obj = obj ? obj + 1 : s.object ? s.object : "?";
+			if (s.has_function && s.file)
+				snprintf(name, sizeof(name), "%s+0x%" PRIx64 " (%s:%d)", s.function, s.offset + 1, s.file,
+					 s.line);
+			else if (s.has_function)
+				snprintf(name, sizeof(name), "%s+0x%" PRIx64 " (%s)", s.function, s.offset + 1, obj);
+			else
+				snprintf(name, sizeof(name), "%s+0x%" PRIx64, obj, s.object_offset + 1);
+		} else {
+			snprintf(name, sizeof(name), "0x%" PRIx64, site);
+		}
+		sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+		r = step(c, st);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int put_stacks(struct conv *c, const struct stack_files *sf, struct sym_ctx *ctx)
+{
+	sqlite3_stmt *ss = prepare(c, "INSERT OR REPLACE INTO stacks VALUES(?,?,?,?)");
+	sqlite3_stmt *fs = prepare(c, "INSERT INTO frames VALUES(?,?,?,?,?,?,?,?)");
+	int r = ss && fs ? 0 : -1;
+	for (size_t i = 0; i < sf->nstacks && !r; i++) {
+		const struct stackmap_stack *s = &sf->stacks[i];
+		uint32_t depth = s->depth < STACKMAP_MAX_DEPTH ? s->depth : STACKMAP_MAX_DEPTH;
+		uint32_t skip = 0;
+		for (uint32_t k = 0; k < depth && !r; k++) {
+			struct sym_result res;
+			sqlite3_bind_int64(fs, 1, s->id);
+			sqlite3_bind_int64(fs, 2, k);
+			sqlite3_bind_int64(fs, 3, (sqlite3_int64)s->ips[k]);
+			/* As the report: the program's part starts after the
+			 * last of the tracer's frames among the first eight. */
+			if (bind_sym(ctx, fs, 4, s->ips[k], 1, &res) && k < 8 && own_frame(&res))
+				skip = k + 1;
+			r = step(c, fs);
+		}
+		if (r)
+			break;
+		if (skip >= depth)
+			skip = depth ? depth - 1 : 0;
+		sqlite3_bind_int64(ss, 1, s->id);
+		sqlite3_bind_int64(ss, 2, depth);
+		sqlite3_bind_int64(ss, 3, (sqlite3_int64)(s->ref > INT64_MAX ? INT64_MAX : s->ref));
+		sqlite3_bind_int64(ss, 4, skip);
+		r = step(c, ss);
+	}
+	sqlite3_finalize(ss);
+	sqlite3_finalize(fs);
+	return r;
+}
+
+/* Index on ts of every event table, and the `events` view over them. */
+static int put_event_indexes(struct conv *c)
+{
+	struct ctf_buf sql;
+	ctf_buf_init(&sql);
+	int r = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < c->ntabs && !r; i++) {
+		if (c->tabs[i].skip)
+			continue;
+		n++;
+		ctf_buf_reset(&sql);
+		ctf_buf_printf(&sql, "CREATE INDEX \"ix_%s_ts\" ON \"%s\"(ts)", c->tabs[i].name, c->tabs[i].name);
+		r = sql.err ? -1 : exec(c, sql.data);
+	}
+	if (r || n > VIEW_MAX_TABLES) {
+		ctf_buf_free(&sql);
+		return r;
+	}
+	ctf_buf_reset(&sql);
+	ctf_buf_puts(&sql, "CREATE VIEW events(ts, cpu, tid, name, table_name) AS ");
+	size_t k = 0;
+	for (size_t i = 0; i < c->ntabs; i++) {
+		if (c->tabs[i].skip)
+			continue;
+		char *q = sqlite3_mprintf("%sSELECT ts, cpu, tid, %Q, %Q FROM \"%w\"", k++ ? " UNION ALL " : "",
+					  c->m->events[i].name ? c->m->events[i].name : "", c->tabs[i].name,
+					  c->tabs[i].name);
+		if (!q) {
+			ctf_buf_free(&sql);
+			return -1;
+		}
+		ctf_buf_puts(&sql, q);
+		sqlite3_free(q);
+	}
+	if (!k)
+		ctf_buf_puts(&sql, "SELECT NULL, NULL, NULL, NULL, NULL WHERE 0");
+	r = sql.err ? -1 : exec(c, sql.data);
+	ctf_buf_free(&sql);
+	return r;
+}
+
+static void conv_free(struct conv *c)
+{
+	for (size_t i = 0; c->tabs && i < c->ntabs; i++) {
+		for (uint32_t k = 0; k < c->tabs[i].ncols; k++)
+			free(c->tabs[i].cols[k].name);
+		free(c->tabs[i].cols);
+		free(c->tabs[i].name);
+		sqlite3_finalize(c->tabs[i].ins);
+	}
+	free(c->tabs);
+	sqlite3_finalize(c->ins_alloc);
+	sqlite3_finalize(c->ins_failed);
+	sqlite3_finalize(c->ins_err);
+	sqlite3_finalize(c->ins_lost);
+	free(c->blk);
+	kset_free(&c->sites);
+	kset_free(&c->tids);
+	ctf_buf_free(&c->b);
+	/* Idempotent: the error path may come after a first call. */
+	c->tabs = NULL;
+	c->ntabs = 0;
+	c->ins_alloc = c->ins_failed = c->ins_err = c->ins_lost = NULL;
+	c->blk = NULL;
+	c->nblk = c->capblk = 0;
+	memset(&c->sites, 0, sizeof(c->sites));
+	memset(&c->tids, 0, sizeof(c->tids));
+}
+
+/* Create `tmp` empty (replacing a leftover), so that a path we cannot
+ * write fails here with its errno rather than at the first insert. */
+static int create_file(const char *tmp)
+{
+	char side[PATH_MAX + 16];
+	snprintf(side, sizeof(side), "%s-journal", tmp);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-wal", tmp);
+	unlink(side);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+int convert_sqlite(const char *dir, const char *out)
+{
+	if (!out || !*out || !strcmp(out, "-")) {
+		fprintf(stderr, PFX "an SQLite database cannot go to standard output: say -o FILE\n");
+		return 2;
+	}
+	struct stat st;
+	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(EISDIR));
+		return 1;
+	}
+	char tmp[PATH_MAX];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp)) {
+		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(ENAMETOOLONG));
+		return 1;
+	}
+
+	struct conv c;
+	memset(&c, 0, sizeof(c));
+	c.dir = dir;
+	ctf_buf_init(&c.b);
+	char err[1024];
+	if (rd_trace_open(dir, &c.t, err, sizeof(err)) < 0) {
+		fprintf(stderr, PFX "%s: %s\n", dir, err);
+		ctf_buf_free(&c.b);
+		return 1;
+	}
+	c.m = rd_trace_meta(c.t);
+	int k = create_file(tmp);
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot create '%s': %s\n", tmp, strerror(-k));
+		rd_trace_close(c.t);
+		ctf_buf_free(&c.b);
+		return 1;
+	}
+	int status = 1, trace_err = 0;
+	const char *step_name = "cannot write the database";
+	if (sqlite3_open_v2(tmp, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(c.dberr, sizeof(c.dberr), "%s", c.db ? sqlite3_errmsg(c.db) : "out of memory");
+		goto done;
+	}
+	/* A private file renamed at the end: no journal, no syncs until then. */
+	if (exec(&c, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+		     " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; BEGIN") < 0 ||
+	    exec(&c, schema) < 0)
+		goto done;
+	k = make_tables(&c);
+	if (k < 0) {
+		if (k == -ENOMEM && !c.dberr[0])
+			snprintf(c.dberr, sizeof(c.dberr), "out of memory");
+		goto done;
+	}
+	if (!(c.ins_alloc = prepare(&c, "INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")) ||
+	    !(c.ins_failed = prepare(&c, "INSERT INTO failed_allocations VALUES(?,?,?,?,?,?,?)")) ||
+	    !(c.ins_err = prepare(&c, "INSERT INTO errors VALUES(?,?,?,?,?,?,?,?,?,?,?,?)")) ||
+	    !(c.ins_lost = prepare(&c, "INSERT INTO lost VALUES(?,?,?,?,?)")))
+		goto done;
+
+	struct rd_item it;
+	for (;;) {
+		k = rd_trace_next(c.t, &it);
+		if (k == 0)
+			break;
+		if (k < 0) {
+			trace_err = 1;
+			break;
+		}
+		if ((it.kind == RD_ITEM_EVENT ? put_event(&c, &it) : put_loss(&c, &it)) < 0)
+			goto done;
+	}
+	struct stack_files sf = { 0 };
+	k = stack_files_read(dir, &sf);
+	if (k < 0 && k != -ENOENT)
+		fprintf(stderr, PFX "%s/stacks is damaged (%s): no stacks, call sites as addresses\n", dir,
+			strerror(-k));
+	struct sym_ctx *ctx = k == 0 ? symbolizer(&sf) : NULL;
+	k = put_live(&c);
+	if (!k)
+		k = put_sites(&c, ctx);
+	if (!k)
+		k = put_stacks(&c, &sf, ctx);
+	sym_ctx_free(ctx);
+	stack_files_free(&sf);
+	if (k || put_threads(&c) < 0 || put_event_counts(&c) < 0 || put_metadata(&c) < 0)
+		goto done;
+	step_name = "cannot index the database";
+	if (exec(&c, indexes) < 0 || put_event_indexes(&c) < 0 || exec(&c, "COMMIT") < 0)
+		goto done;
+	conv_free(&c);
+	/* Every statement is finalized: close cannot be busy. */
+	if (sqlite3_close(c.db) != SQLITE_OK) {
+		db_fail(&c, "close");
+		c.db = NULL;
+		goto done;
+	}
+	c.db = NULL;
+	if (rename(tmp, out) < 0) {
+		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno));
+		unlink(tmp);
+		rd_trace_close(c.t);
+		return 1;
+	}
+	status = 0;
+	if (trace_err) {
+		fprintf(stderr, PFX "%s: %s (the database holds the events before it)\n", dir, rd_trace_errmsg(c.t));
+		status = 1;
+	} else if (c.oom) {
+		fprintf(stderr, PFX "%s: out of memory: some allocations or call sites are missing\n", dir);
+		status = 1;
+	}
+	rd_trace_close(c.t);
+	return status;
+
+done:
+	fprintf(stderr, PFX "%s: %s: %s\n", out, step_name, c.dberr[0] ? c.dberr : "out of memory");
+	conv_free(&c);
+	if (c.db)
+		sqlite3_close(c.db);
+	unlink(tmp);
+	rd_trace_close(c.t);
+	return status;
+}
