@@ -1736,9 +1736,58 @@ out:
 	return status;
 }
 
+/* Is descriptor fdn of process pid the file with this inode? (Descriptor
+ * numbers are reused: compare files, not numbers.) */
+static int same_file(pid_t pid, int32_t fdn, uint64_t ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fdn);
+	return fdn >= 0 && stat(path, &st) == 0 && (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * A watcher keeps the program's live buffers mapped (and the spare ones
+ * that a snapshot makes live), so that whenever it dies, we hold what it
+ * was writing. Both change at every snapshot: follow them. The program's
+ * descriptors are reached through /proc while it lives, so this is done
+ * as soon as a swap is answered, not after the snapshot is written: a
+ * program that asks for a snapshot and exits at once is gone by then.
+ */
+static void follow_rings(struct ctl_handle *h, struct ctl_ring *live, struct ctl_ring *spare)
+{
+	char err[512];
+	uint32_t sgen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_READY &&
+	    (!spare->rb || spare->gen != sgen)) {
+		ctl_ring_close(spare);
+		if (ctl_spare_open(h, spare, err, sizeof(err)) < 0)
+			memset(spare, 0, sizeof(*spare));
+	}
+	uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+	if (!live->rb || live->gen != gen) {
+		if (spare->rb && same_file(h->pid, h->b->ring_fd, spare->ino)) {
+			ctl_ring_close(live);
+			*live = *spare; /* the spare went live */
+			memset(spare, 0, sizeof(*spare));
+			live->gen = gen;
+		} else {
+			struct ctl_ring next = { 0 };
+			/* Not found (the program is gone): the old mapping
+			 * is kept only if it is still the live one. */
+			if (ctl_ring_open(h, &next, err, sizeof(err)) == 0 || live->gen != gen) {
+				ctl_ring_close(live);
+				*live = next;
+			}
+		}
+	}
+}
+
 /* One snapshot of the program open in *h, written to outdir (NULL: the
- * default name). 0, or 1 after a message. */
-static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger)
+ * default name). 0, or 1 after a message. A watcher passes its live and
+ * spare mappings (follow_rings()), others NULL. */
+static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger, struct ctl_ring *live,
+			struct ctl_ring *spare)
 {
 	char err[512], msg[CTL_MSG];
 	pid_t pid = h->pid;
@@ -1749,6 +1798,8 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 	}
 	if (*msg)
 		fprintf(stderr, SPFX "%s\n", msg);
+	if (live)
+		follow_rings(h, live, spare);
 	uint32_t no = (uint32_t)k;
 	struct ctl_ring ring;
 	int status = 1;
@@ -1764,24 +1815,6 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 				*msg ? msg : strerror(-k));
 	}
 	return status;
-}
-
-/*
- * Serve the snapshot requests of the program open in *h (ringtrace_snapshot()
- * calls) into outdir/snapshot-N until it exits or *stop is set. Keeps the
- * program's live buffers mapped: if it dies from a signal, what they hold
- * is written to outdir/recovered (post-mortem; committed events are
- * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
- * Returns the number of snapshots that failed.
- */
-/* Is descriptor fdn of process pid the file with this inode? (Descriptor
- * numbers are reused: compare files, not numbers.) */
-static int same_file(pid_t pid, int32_t fdn, uint64_t ino)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fdn);
-	return fdn >= 0 && stat(path, &st) == 0 && (uint64_t)st.st_ino == ino;
 }
 
 /*
@@ -1836,6 +1869,14 @@ static void watch_release(struct ctl_handle *h)
 		__atomic_compare_exchange_n(&h->b->watcher, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+/*
+ * Serve the snapshot requests of the program open in *h (ringtrace_snapshot()
+ * calls) into outdir/snapshot-N until it exits or *stop is set. Keeps the
+ * program's live buffers mapped: if it dies from a signal, what they hold
+ * is written to outdir/recovered (post-mortem; committed events are
+ * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
+ * Returns the number of snapshots that failed.
+ */
 static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child, int *wstatus,
 			  volatile sig_atomic_t *stop, struct ctl_ring *initial)
 {
@@ -1848,7 +1889,6 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 		live.fdn = h->b->ring_fd;
 		memset(initial, 0, sizeof(*initial));
 	}
-	char err[512];
 	/* Our child's requests are all ours, those made before we looked
 	 * included; another program's earlier requests are not. */
 	uint32_t seen = child ? 0 : __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
@@ -1856,25 +1896,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 	int failed = 0, signaled = 0, reaped = 0;
 	long n = 0;
 	for (;;) {
-		uint32_t sgen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_READY &&
-		    (!spare.rb || spare.gen != sgen)) {
-			ctl_ring_close(&spare);
-			if (ctl_spare_open(h, &spare, err, sizeof(err)) < 0)
-				memset(&spare, 0, sizeof(spare));
-		}
-		/* The live buffers change at every snapshot: follow them. */
-		uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
-		if (!live.rb || live.gen != gen) {
-			ctl_ring_close(&live);
-			if (spare.rb && same_file(h->pid, h->b->ring_fd, spare.ino)) {
-				live = spare; /* the spare went live */
-				memset(&spare, 0, sizeof(spare));
-				live.gen = gen;
-			} else if (ctl_ring_open(h, &live, err, sizeof(err)) < 0) {
-				memset(&live, 0, sizeof(live));
-			}
-		}
+		follow_rings(h, &live, &spare);
 		int dead;
 		if (child) {
 			siginfo_t si = { 0 };
@@ -1906,12 +1928,16 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 			seen_trig = trig;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
-			int k = dead ? 1 : snapshot_one(h, dir, label);
-			if (k != 0 && live.rb && (dead || gone(h->pid, child))) {
+			int k = dead ? 1 : snapshot_one(h, dir, label, &live, &spare);
+			if (k != 0 && (dead || gone(h->pid, child))) {
 				/* It asked and then exited (or died) before the
 				 * swap: what its live buffers hold is the snapshot. */
 				snprintf(label + strlen(label), sizeof(label) - strlen(label), ", at exit");
-				k = write_region(h->pid, h->b->comm, &live, dir, 0, label, 0);
+				if (live.rb)
+					k = write_region(h->pid, h->b->comm, &live, dir, 0, label, 0);
+				else
+					fprintf(stderr, SPFX "process %d exited before its buffers could be mapped: "
+						"its last snapshot request is not served\n", (int)h->pid);
 			}
 			failed += k != 0;
 			continue;
@@ -2006,7 +2032,7 @@ int cmd_snapshot(int argc, char **argv)
 	}
 	int status = 0;
 	if (!count && !watch) {
-		status = snapshot_one(&h, outdir, "command");
+		status = snapshot_one(&h, outdir, "command", NULL, NULL);
 	} else if (mkdir(outdir, 0755) < 0 && !(errno == EEXIST && dir_is_empty(outdir))) {
 		fprintf(stderr, SPFX "cannot create '%s': %s\n", outdir,
 			errno == EEXIST ? "exists and is not empty" : strerror(errno));
@@ -2033,7 +2059,7 @@ int cmd_snapshot(int argc, char **argv)
 		for (long n = 1; n <= count && !got_term; n++) {
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, n);
-			if ((status = snapshot_one(&h, dir, "command")) != 0)
+			if ((status = snapshot_one(&h, dir, "command", NULL, NULL)) != 0)
 				break;
 			uint64_t next = t0 + (uint64_t)(n * interval), now = mono_ms();
 			if (n < count && next > now) {

@@ -62,3 +62,17 @@ e2e_setup() {
 	T=$(mktemp -d "${TMPDIR:-/tmp}/ringtrace-$1.XXXXXX") || exit 1
 	cd "$T" || exit 1
 }
+
+# ready PID: wait (up to 20 s) until the program PID answers `ringtrace
+# stat`, i.e. its library has set up its control block. A fixed sleep is
+# not enough on a loaded machine under ASan, where start-up is slow.
+ready() {
+	local i
+	for ((i = 0; i < 400; i++)); do
+		"$RT" stat "$1" >/dev/null 2>&1 && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	why "program $1 never became attachable"
+	return 1
+}

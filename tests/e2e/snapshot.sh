@@ -37,7 +37,7 @@ if have "$RT" "$WRITER" "$STRESS"; then
 	"$WRITER" 2 "$N" >w.out 2>&1 &
 	WP=$!
 	PIDS+=("$WP")
-	sleep 0.2
+	ready $WP
 	"$RT" snapshot-enable $WP >en.out 2>&1 || { why "snapshot-enable failed"; show en.out; }
 	"$RT" on $WP >on.out 2>&1 || { why "on failed"; show on.out; }
 	timeout 300 "$STRESS" $WP 2 "$N" 1000 >st.out 2>&1 || { why "snapstress failed"; show st.out; }
@@ -61,7 +61,7 @@ if have "$SERVER"; then
 	"$SERVER" >srv.out 2>&1 &
 	SP=$!
 	PIDS+=("$SP")
-	sleep 0.3
+	ready $SP
 	"$RT" snapshot $SP -o none >bad1.out 2>&1 && why "snapshot accepted before snapshot-enable"
 	eq "message lines" "$(wc -l <bad1.out)" 1
 	grep -q "snapshot-enable" bad1.out || show bad1.out
@@ -201,7 +201,7 @@ if have "$FLIGHT"; then
 	"$FLIGHT" errors-wait 30000 >fw.out 2>&1 &
 	FP=$!
 	PIDS+=("$FP")
-	sleep 0.2
+	ready $FP
 	"$RT" snapshot $FP -o fw --watch >fw.watch 2>&1 &
 	WAP=$!
 	PIDS+=("$WAP")
@@ -251,7 +251,7 @@ if have "$FLIGHT"; then
 	"$FLIGHT" statuses 40000 >tl.out 2>&1 &
 	LP=$!
 	PIDS+=("$LP")
-	sleep 0.2
+	ready $LP
 	"$RT" on $LP >/dev/null 2>&1 || why "on failed"
 	"$RT" snapshot $LP -o tl --watch >tl.watch 2>&1 &
 	WLP=$!
@@ -278,9 +278,11 @@ if have "$FLIGHT" && have "$SERVER"; then
 	"$FLIGHT" statuses 40000 >ra.out 2>&1 &
 	AP=$!
 	PIDS+=("$AP")
-	sleep 0.2
+	ready $AP
 	"$RT" record -p $AP --snapshot --snapshot-on 'fl:req if status == 503' -o ra >ra.rec 2>&1
-	eq "recorder status" "$?" 0
+	rs=$?
+	eq "recorder status" "$rs" 0
+	[ "$rs" = 0 ] || show ra.rec
 	wait $AP
 	eq "program status" "$?" 0
 	n=$(ls ra 2>/dev/null | grep -c '^snapshot-')
@@ -295,7 +297,7 @@ if have "$FLIGHT" && have "$SERVER"; then
 	"$SERVER" >rb.out 2>&1 &
 	BP=$!
 	PIDS+=("$BP")
-	sleep 0.3
+	ready $BP
 	"$RT" record -p $BP --snapshot --snapshot-on 'app:request_end if status >= 500' -o rb >rb.rec 2>&1 &
 	RBP=$!
 	PIDS+=("$RBP")
@@ -335,7 +337,7 @@ if have "$SERVER"; then
 	"$SERVER" >rs.out 2>&1 &
 	RSP=$!
 	PIDS+=("$RSP")
-	sleep 0.3
+	ready $RSP
 	"$RT" on $RSP >/dev/null 2>&1 || why "on failed"
 	sleep 0.3
 	# A copy of the live buffers, as a user would take it.
