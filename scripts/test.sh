@@ -158,6 +158,9 @@ fi
 if [ -x tests/e2e/convert_sqlite.sh ]; then
 	suite "convert to SQLite, queries against the report (gcc build)" tests/e2e/convert_sqlite.sh build
 fi
+if [ -x tests/e2e/report_html.sh ]; then
+	suite "HTML report in headless Chromium (gcc build)" tests/e2e/report_html.sh build
+fi
 if [ -x tests/e2e/reader_bounds.sh ]; then
 	suite "readers on hostile metadata end in bounded time (gcc build)" tests/e2e/reader_bounds.sh build
 fi

@@ -9,7 +9,9 @@
  * errors (unknown pointer, double free, mismatched family, realloc of a
  * freed block) are attributed to call sites. It needs nothing but the
  * trace: call sites are symbolised with the objects saved in
- * TRACE/stacks/maps (build ids checked).
+ * TRACE/stacks/maps (build ids checked). The state is in report.h; with
+ * --html, report_html.c draws the same figures as one HTML page, from
+ * samples it takes during the replay.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,6 +27,8 @@
 
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
+#include "cli/report.h"
+#include "cli/report_html.h"
 #include "cli/stack_live.h"
 #include "mem/mem_agg.h"
 #include "mem/mem_family.h"
@@ -34,106 +38,10 @@
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace report: "
-#define STACK_NONE 0xffffffffu
-
-/* ---- what the events say ------------------------------------------------- */
-
-enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
-
-/* Where each field sits in an event class's payload (-1: absent). */
-struct ev_plan {
-	const struct rd_event_class *ec;
-	int kind;
-	int ptr, old_ptr, site, size, old_size, usable, family, align, stack_id;
-};
-
-struct blk {
-	uint64_t ptr;
-	uint64_t size, usable;
-	uint64_t site;
-	uint32_t stack;
-	uint32_t tid;
-	uint32_t cpu;
-	uint8_t fam;                 /* enum mem_alloc_family */
-	uint8_t state;               /* B_LIVE, B_FREED */
-	uint64_t free_site;          /* B_FREED: who freed it */
-	uint8_t free_fam;
-};
-enum { B_EMPTY, B_LIVE, B_FREED };
-
-/* Per call site (or per stack): what was allocated there and what became
- * of it. */
-struct agg {
-	uint64_t key;
-	uint64_t allocs, frees, failed;
-	uint64_t req, usable;
-	uint64_t live_n, live_req, live_usable;
-	uint64_t peak;               /* aggregate mode: the key's highest live bytes */
-	uint64_t xcpu, xthread;
-	uint64_t fams;               /* bit per family */
-	uint64_t site;               /* a call site (for stacks: the first seen) */
-	char *name;                  /* symbolised, at the end */
-};
-
-struct aggtab {
-	struct agg *v;
-	size_t n, cap;
-	size_t *slot;                /* open addressing: index + 1, 0 empty */
-	size_t nslot;
-};
-
-enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
-static const char *const err_name[E_COUNT] = {
+const char *const report_err_name[E_COUNT] = {
 	"free of an unknown pointer", "double free", "mismatched free", "realloc of a freed block",
 	"realloc of an unknown pointer",
 };
-
-/* Errors grouped by kind and the call sites involved. */
-struct err {
-	int kind;
-	uint64_t site_alloc, site_free, site_again;
-	uint8_t fam_alloc, fam_free;
-	uint64_t count;
-	uint64_t ptr;                /* the first one */
-	int64_t ns;
-};
-
-struct report {
-	/* options */
-	int by;                      /* 0 callsite, 1 stack, 2 function */
-	int sort;
-	long top;
-	int json;
-	const char *debug_dir;
-
-	struct ev_plan *plans;
-	size_t nplans;
-
-	struct blk *blk;
-	size_t nblk, capblk;         /* open addressing on ptr, power of two */
-
-	struct aggtab sites, stacks;
-	struct err *errs;
-	size_t nerrs;
-	uint64_t err_total[E_COUNT];
-
-	uint64_t allocs, frees, failed, reallocs;
-	uint64_t req, usable;
-	uint64_t live_req, live_usable, live_n;
-	uint64_t peak_req, peak_usable;
-	int64_t peak_ns, t0_ns, t_end_ns;
-	int have_t0;
-	uint64_t xcpu, xthread, frees_known;
-	uint64_t pages_live, pages_peak, mmaps, munmaps;
-	uint64_t lost;
-	uint64_t events;
-	int has_stacks;
-	/* Counters of an aggregate-mode recording (DIR/mem/aggregate.bin). */
-	int aggregate;
-	uint64_t agg_untracked, agg_keys_full;
-};
-
-enum { SORT_REQ, SORT_ALLOCS, SORT_FREES, SORT_USABLE, SORT_FRAG, SORT_LEAKED, SORT_XCPU };
 
 /* ---- tables -------------------------------------------------------------- */
 
@@ -308,7 +216,26 @@ static void heap_moved(struct report *r, int64_t ns)
 		r->peak_req = r->live_req;
 		r->peak_usable = r->live_usable;
 		r->peak_ns = ns;
+		r->peak_gen++;
 	}
+}
+
+/* Before a row's live bytes change: if they have not changed since the
+ * peak was last raised, they are the row's bytes at that peak. */
+static void peak_keep(const struct report *r, struct agg *a)
+{
+	if (a && a->snap_gen != r->peak_gen) {
+		a->snap_gen = r->peak_gen;
+		a->snap_req = a->live_req;
+		a->snap_usable = a->live_usable;
+	}
+}
+
+void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *ret_req, uint64_t *ret_usable)
+{
+	int kept = a->snap_gen == r->peak_gen;
+	*ret_req = kept ? a->snap_req : a->live_req;
+	*ret_usable = kept ? a->snap_usable : a->live_usable;
 }
 
 static void do_alloc(struct report *r, const struct rd_item *it, uint64_t ptr, uint64_t size, uint64_t usable,
@@ -339,12 +266,14 @@ static void do_alloc(struct report *r, const struct rd_item *it, uint64_t ptr, u
 		r->live_usable -= b->usable;
 		r->live_n--;
 		struct agg *oa = agg_get(&r->sites, b->site);
+		peak_keep(r, oa);
 		if (oa) {
 			oa->live_n--;
 			oa->live_req -= b->size;
 			oa->live_usable -= b->usable;
 		}
 		struct agg *os = r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL;
+		peak_keep(r, os);
 		if (os) {
 			os->live_n--;
 			os->live_req -= b->size;
@@ -369,6 +298,7 @@ static void do_alloc(struct report *r, const struct rd_item *it, uint64_t ptr, u
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
+		peak_keep(r, t[i]);
 		t[i]->allocs++;
 		t[i]->req += size;
 		t[i]->usable += b->usable;
@@ -411,6 +341,7 @@ static int do_free(struct report *r, const struct rd_item *it, uint64_t ptr, uin
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
+		peak_keep(r, t[i]);
 		t[i]->frees++;
 		t[i]->live_n--;
 		t[i]->live_req -= b->size;
@@ -495,6 +426,8 @@ static void replay(struct report *r, const struct rd_item *it)
 		break;
 	}
 	}
+	if (r->heap)
+		report_html_heap(r, it->ns);
 }
 
 /* ---- symbols ------------------------------------------------------------- */
@@ -516,7 +449,7 @@ static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debu
 /* "function+0xoff (file:line)", "object+0xoff" or "0xaddr". `site` is a
  * return address: its line is the call's (site - 1). fn_only: the
  * function's name alone (for --by function). */
-static char *site_name(struct sym_ctx *ctx, uint64_t site, int fn_only)
+char *report_site_name(struct sym_ctx *ctx, uint64_t site, int fn_only)
 {
 	char buf[SYM_NAME_MAX + PATH_MAX + 64];
 	struct sym_result s;
@@ -539,7 +472,7 @@ static char *site_name(struct sym_ctx *ctx, uint64_t site, int fn_only)
 
 /* ---- output -------------------------------------------------------------- */
 
-static double frag(uint64_t req, uint64_t usable)
+double report_frag(uint64_t req, uint64_t usable)
 {
 	return usable ? 100.0 * (double)(usable - req) / (double)usable : 0.0;
 }
@@ -552,7 +485,7 @@ static uint64_t sort_key(const struct agg *a)
 	case SORT_ALLOCS: return a->allocs;
 	case SORT_FREES: return a->frees;
 	case SORT_USABLE: return a->usable;
-	case SORT_FRAG: return (uint64_t)(frag(a->req, a->usable) * 1000);
+	case SORT_FRAG: return (uint64_t)(report_frag(a->req, a->usable) * 1000);
 	case SORT_LEAKED: return a->live_req;
 	case SORT_XCPU: return a->xcpu;
 	default: return a->req;
@@ -608,7 +541,7 @@ static void merge_by_name(struct aggtab *t)
 	t->n = w;
 }
 
-static void fams_text(uint64_t fams, char *buf, size_t len)
+void report_fams_text(uint64_t fams, char *buf, size_t len)
 {
 	size_t k = 0;
 	buf[0] = 0;
@@ -630,7 +563,7 @@ static int own_frame(struct sym_ctx *ctx, uint64_t ip)
 	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
 }
 
-static const struct stackmap_stack *find_stack(const struct stack_files *sf, uint32_t id)
+const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id)
 {
 	size_t lo = 0, hi = sf->nstacks;
 	while (lo < hi) {
@@ -647,7 +580,7 @@ static const struct stackmap_stack *find_stack(const struct stack_files *sf, uin
  * tracer among the first few (the stack is captured inside its wrapper,
  * and a C++ operator new has the runtime's own between two of ours:
  * malloc <- libstdc++'s operator new <- ours <- the program). */
-static uint32_t first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st)
+uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st)
 {
 	uint32_t first = 0;
 	for (uint32_t i = 0; i < st->depth && i < 8; i++)
@@ -658,13 +591,13 @@ static uint32_t first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st
 
 static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
 {
-	const struct stackmap_stack *st = find_stack(sf, id);
+	const struct stackmap_stack *st = report_find_stack(sf, id);
 	if (!st) {
 		fprintf(o, "%s(stack %u not in the trace's map)\n", indent, id);
 		return;
 	}
-	for (uint32_t i = first_frame(ctx, st); i < st->depth; i++) {
-		char *n = site_name(ctx, st->ips[i], 0);
+	for (uint32_t i = report_first_frame(ctx, st); i < st->depth; i++) {
+		char *n = report_site_name(ctx, st->ips[i], 0);
 		fprintf(o, "%s%s\n", indent, n ? n : "?");
 		free(n);
 	}
@@ -686,7 +619,7 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "  reallocs             %" PRIu64 "\n", r->reallocs);
 	fprintf(o, "  bytes requested      %" PRIu64 "\n", r->req);
 	fprintf(o, "  bytes allocated      %" PRIu64 "\n", r->usable);
-	fprintf(o, "  fragmentation        %.2f%%\n", frag(r->req, r->usable));
+	fprintf(o, "  fragmentation        %.2f%%\n", report_frag(r->req, r->usable));
 	fprintf(o, "  peak heap            %" PRIu64 " bytes requested, %" PRIu64 " allocated, at %.6f s\n",
 		r->peak_req, r->peak_usable, r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
 	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks\n", r->live_req, r->live_n);
@@ -717,10 +650,10 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	for (size_t i = 0; i < n; i++) {
 		const struct agg *a = &rows->v[i];
 		char fams[128];
-		fams_text(a->fams, fams, sizeof(fams));
+		report_fams_text(a->fams, fams, sizeof(fams));
 		fprintf(o, "%10" PRIu64 " %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %6.2f %12" PRIu64 " %8" PRIu64
 			   " %8" PRIu64 " %8" PRIu64 "  %s [%s]\n",
-			a->allocs, a->frees, a->req, a->usable, frag(a->req, a->usable), a->live_req, a->live_n, a->xcpu,
+			a->allocs, a->frees, a->req, a->usable, report_frag(a->req, a->usable), a->live_req, a->live_n, a->xcpu,
 			a->xthread, a->name, fams);
 		if (r->by == 1 && a->key != STACK_NONE)
 			print_stack(o, ctx, sf, (uint32_t)a->key, "            ");
@@ -738,7 +671,7 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		size_t m = r->top > 0 && (size_t)r->top < nl ? (size_t)r->top : nl;
 		fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
 		for (size_t i = 0; i < m; i++) {
-			char *sn = site_name(ctx, leaks[i].site, 0);
+			char *sn = report_site_name(ctx, leaks[i].site, 0);
 			fprintf(o, "  %" PRIu64 " bytes in %" PRIu64 " blocks allocated at %s\n", leaks[i].live_req,
 				leaks[i].live_n, sn ? sn : "?");
 			free(sn);
@@ -753,13 +686,13 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		for (int k = 0; k < E_COUNT; k++) {
 			if (!r->err_total[k])
 				continue;
-			fprintf(o, "  %s: %" PRIu64 "\n", err_name[k], r->err_total[k]);
+			fprintf(o, "  %s: %" PRIu64 "\n", report_err_name[k], r->err_total[k]);
 			for (size_t i = 0; i < r->nerrs; i++) {
 				const struct err *e = &r->errs[i];
 				if (e->kind != k)
 					continue;
-				char *sa = site_name(ctx, e->site_alloc, 0), *sf_ = site_name(ctx, e->site_free, 0),
-				     *sg = site_name(ctx, e->site_again, 0);
+				char *sa = report_site_name(ctx, e->site_alloc, 0), *sf_ = report_site_name(ctx, e->site_free, 0),
+				     *sg = report_site_name(ctx, e->site_again, 0);
 				if (r->aggregate && !e->site_free)
 					/* Counters only: no pointer, no free's site. */
 					fprintf(o, "    %" PRIu64 "x: %s%s%s\n", e->count,
@@ -807,7 +740,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	json_num(o, "reallocs", r->reallocs, 1);
 	json_num(o, "bytes_requested", r->req, 1);
 	json_num(o, "bytes_allocated", r->usable, 1);
-	fprintf(o, "\"fragmentation_pct\": %.4f, ", frag(r->req, r->usable));
+	fprintf(o, "\"fragmentation_pct\": %.4f, ", report_frag(r->req, r->usable));
 	json_num(o, "peak_requested", r->peak_req, 1);
 	json_num(o, "peak_allocated", r->peak_usable, 1);
 	fprintf(o, "\"peak_time_s\": %.9f, ", r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
@@ -837,13 +770,13 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		json_num(o, "frees", a->frees, 1);
 		json_num(o, "bytes_requested", a->req, 1);
 		json_num(o, "bytes_allocated", a->usable, 1);
-		fprintf(o, "\"fragmentation_pct\": %.4f, ", frag(a->req, a->usable));
+		fprintf(o, "\"fragmentation_pct\": %.4f, ", report_frag(a->req, a->usable));
 		json_num(o, "leaked_bytes", a->live_req, 1);
 		json_num(o, "leaked_blocks", a->live_n, 1);
 		json_num(o, "cross_cpu_frees", a->xcpu, 1);
 		json_num(o, "cross_thread_frees", a->xthread, 1);
 		char fams[128];
-		fams_text(a->fams, fams, sizeof(fams));
+		report_fams_text(a->fams, fams, sizeof(fams));
 		fprintf(o, "\"families\": ");
 		cli_json_string(o, fams);
 		fprintf(o, "}");
@@ -851,10 +784,10 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "],\n \"errors\": [");
 	for (size_t i = 0; i < r->nerrs; i++) {
 		const struct err *e = &r->errs[i];
-		char *sa = site_name(ctx, e->site_alloc, 0), *sf_ = site_name(ctx, e->site_free, 0),
-		     *sg = site_name(ctx, e->site_again, 0);
+		char *sa = report_site_name(ctx, e->site_alloc, 0), *sf_ = report_site_name(ctx, e->site_free, 0),
+		     *sg = report_site_name(ctx, e->site_again, 0);
 		fprintf(o, "%s\n  {\"kind\": ", i ? "," : "");
-		cli_json_string(o, err_name[e->kind]);
+		cli_json_string(o, report_err_name[e->kind]);
 		fprintf(o, ", ");
 		json_num(o, "count", e->count, 1);
 		fprintf(o, "\"ptr\": \"0x%" PRIx64 "\", \"alloc_family\": ", e->ptr);
@@ -879,16 +812,16 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 
 static const char report_usage[] =
 	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
-	"                           [--debug-dir DIR]\n";
+	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR]\n";
 
 /* The call site of stack ID: its first frame outside the tracer's
  * wrappers (0 if the stack is not in the trace's map). */
 static uint64_t stack_site(const struct stack_files *sf, struct sym_ctx *ctx, uint32_t id)
 {
-	const struct stackmap_stack *st = find_stack(sf, id);
+	const struct stackmap_stack *st = report_find_stack(sf, id);
 	if (!st || !st->depth)
 		return 0;
-	return st->ips[first_frame(ctx, st)];
+	return st->ips[report_first_frame(ctx, st)];
 }
 
 static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
@@ -983,6 +916,26 @@ static int merge_aggregate(struct report *r, const char *dir, const struct stack
 	return 1;
 }
 
+/* Name the rows of `t` (by: as r->by), merge them by function (by 2) and
+ * sort them as the report prints them. The slot index no longer matches
+ * after sorting: lookups are done. */
+static void name_rows(struct report *r, struct aggtab *t, int by, struct sym_ctx *ctx)
+{
+	for (size_t i = 0; i < t->n; i++)
+		t->v[i].name = t->v[i].key == STACK_NONE && by == 1 ? strdup("(no stack)") :
+			       report_site_name(ctx, by == 1 ? t->v[i].site : t->v[i].key, by == 2);
+	for (size_t i = 0; i < t->n; i++)
+		if (!t->v[i].name)
+			t->v[i].name = strdup("?");
+	if (by == 2)
+		merge_by_name(t);
+	g_sort = r->sort;
+	qsort(t->v, t->n, sizeof(*t->v), cmp_agg);
+	free(t->slot);
+	t->slot = NULL;
+	t->nslot = 0;
+}
+
 static int run_report(struct report *r, const char *dir, FILE *o)
 {
 	char err[512];
@@ -1020,6 +973,11 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 			replay(r, &it);
 		else
 			r->lost += it.count;
+		if (r->rates && report_html_item(r, &it) < 0) {
+			fprintf(stderr, PFX "out of memory\n");
+			status = 1;
+			break;
+		}
 	}
 	rd_trace_close(t);
 	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
@@ -1028,7 +986,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		fprintf(stderr, PFX "%s/" AGG_FILE " is damaged: no counters from it\n", dir);
 		status = 1;
 	}
-	if (!r->events && !r->aggregate && status == 0) {
+	if (!r->events && !r->aggregate && status == 0 && !r->html) {
 		fprintf(stderr, PFX "%s has no allocation events (record with --mem)\n", dir);
 		if (ctx)
 			sym_ctx_free(ctx);
@@ -1037,24 +995,22 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 	}
 
 	struct aggtab *rows = r->by == 1 ? &r->stacks : &r->sites;
-	for (size_t i = 0; i < rows->n; i++)
-		rows->v[i].name = rows->v[i].key == STACK_NONE && r->by == 1 ? strdup("(no stack)") :
-				  site_name(ctx, r->by == 1 ? rows->v[i].site : rows->v[i].key, r->by == 2);
-	for (size_t i = 0; i < rows->n; i++)
-		if (!rows->v[i].name)
-			rows->v[i].name = strdup("?");
-	if (r->by == 2)
-		merge_by_name(rows);
-	/* The slot index no longer matches after sorting: lookups are done. */
-	g_sort = r->sort;
-	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_agg);
-	free(rows->slot);
-	rows->slot = NULL;
-	rows->nslot = 0;
-	if (r->json)
+	name_rows(r, rows, r->by, ctx);
+	if (r->html) {
+		/* Both tables: by call site (or function) and by stack. */
+		struct aggtab *other = r->by == 1 ? &r->sites : r->has_stacks ? &r->stacks : NULL;
+		if (other)
+			name_rows(r, other, r->by == 1 ? 0 : 1, ctx);
+		if (report_html_write(o, r, r->by == 1 ? other : rows, r->has_stacks ? &r->stacks : NULL, ctx, &sf,
+				      dir) < 0) {
+			fprintf(stderr, PFX "out of memory: the HTML page is incomplete\n");
+			status = 1;
+		}
+	} else if (r->json) {
 		print_json(o, r, rows, ctx, dir);
-	else
+	} else {
 		print_text(o, r, rows, ctx, &sf, dir);
+	}
 	if (ctx)
 		sym_ctx_free(ctx);
 	stack_files_free(&sf);
@@ -1068,13 +1024,23 @@ static void report_free(struct report *r)
 	free(r->errs);
 	aggtab_free(&r->sites);
 	aggtab_free(&r->stacks);
+	report_html_free(r);
+}
+
+/* Remove a partial or empty -o FILE: only a regular file (never what a
+ * symbolic link such as /dev/stdout names). */
+static void drop_output(const char *out)
+{
+	struct stat st;
+	if (lstat(out, &st) == 0 && S_ISREG(st.st_mode))
+		unlink(out);
 }
 
 int cmd_report(int argc, char **argv)
 {
 	struct report r = { 0 };
 	r.top = 20;
-	const char *dir = NULL;
+	const char *dir = NULL, *out = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1088,6 +1054,10 @@ int cmd_report(int argc, char **argv)
 			       "  --sort KEY    requested (default), allocated, allocs, frees, frag, leaked, xcpu\n"
 			       "  --top N       rows to print (default 20, 0: all)\n"
 			       "  --json        one JSON object\n"
+			       "  --html        one self-contained HTML page (needs -o): the heap over time,\n"
+			       "                the rows by call site and by stack, flame graphs of the bytes\n"
+			       "                allocated and of those alive at the peak, errors, event rates\n"
+			       "  -o FILE       write the report to FILE instead of the standard output\n"
 			       "  --debug-dir D separate debug files (D/.build-id/xx/yyyy.debug)\n",
 			       report_usage);
 			return 0;
@@ -1096,7 +1066,12 @@ int cmd_report(int argc, char **argv)
 			r.json = 1;
 			continue;
 		}
-		if (!strcmp(a, "--by") || !strcmp(a, "--sort") || !strcmp(a, "--top") || !strcmp(a, "--debug-dir")) {
+		if (!strcmp(a, "--html")) {
+			r.html = 1;
+			continue;
+		}
+		if (!strcmp(a, "--by") || !strcmp(a, "--sort") || !strcmp(a, "--top") || !strcmp(a, "--debug-dir") ||
+		    !strcmp(a, "-o")) {
 			if (!v) {
 				fprintf(stderr, PFX "option '%s' needs a value\n", a);
 				return 2;
@@ -1126,6 +1101,8 @@ int cmd_report(int argc, char **argv)
 					fprintf(stderr, PFX "bad --top '%s' (a number, 0 for all)\n", v);
 					return 2;
 				}
+			} else if (!strcmp(a, "-o")) {
+				out = v;
 			} else {
 				r.debug_dir = v;
 			}
@@ -1141,8 +1118,39 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, PFX "%s", report_usage);
 		return 2;
 	}
-	int status = run_report(&r, dir, stdout);
+	if (r.html && r.json) {
+		fprintf(stderr, PFX "--html and --json: choose one\n");
+		return 2;
+	}
+	if (r.html && !out) {
+		fprintf(stderr, PFX "--html needs -o FILE.html (the page is one file)\n");
+		return 2;
+	}
+	if (r.html && report_html_init(&r) < 0) {
+		fprintf(stderr, PFX "out of memory\n");
+		return 1;
+	}
+	FILE *o = out ? fopen(out, "w") : stdout;
+	if (!o) {
+		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno));
+		report_free(&r);
+		return 2;
+	}
+	int status = run_report(&r, dir, o);
 	report_free(&r);
+	if (out) {
+		/* Nothing written (the trace could not be read): no file left. */
+		long len = ftell(o);
+		int werr = ferror(o);
+		errno = 0;
+		if (fclose(o) != 0 || werr) {
+			fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno ? errno : EIO));
+			drop_output(out);
+			return status ? status : 1;
+		}
+		if (len == 0)
+			drop_output(out);
+	}
 	return status;
 }
 
@@ -1250,7 +1258,7 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 	for (size_t i = 0; i < rows->n; i++) {
 		struct agg *a = &rows->v[i];
 		a->name = r.has_stacks && a->key == STACK_NONE ? strdup("(no stack)") :
-			  site_name(ctx, r.has_stacks ? a->site : a->key, 0);
+			  report_site_name(ctx, r.has_stacks ? a->site : a->key, 0);
 		if (!a->name)
 			a->name = strdup("?");
 	}

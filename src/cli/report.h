@@ -1,0 +1,184 @@
+/*
+ * report.h - the state of `ringtrace report` (cmd_report.c), shared with
+ * its HTML writer (report_html.c).
+ *
+ * cmd_report.c replays the mem:* events into a `struct report` (blocks by
+ * address, rows per call site and per stack, errors, totals), then prints
+ * it as text, JSON or HTML. With --html the replay also keeps the heap
+ * over time, the rows' live bytes at the peak and the rate of every event
+ * type: the HTML is drawn from the same figures as the text report. One
+ * thread; the report is built once and printed once.
+ */
+#ifndef RINGTRACE_CLI_REPORT_H
+#define RINGTRACE_CLI_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rd_event_class;
+struct sym_ctx;
+struct stack_files;
+struct stackmap_stack;
+
+#define STACK_NONE 0xffffffffu
+
+/* ---- what the events say ------------------------------------------------- */
+
+enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
+
+/* Where each field sits in an event class's payload (-1: absent). */
+struct ev_plan {
+	const struct rd_event_class *ec;
+	int kind;
+	int ptr, old_ptr, site, size, old_size, usable, family, align, stack_id;
+};
+
+struct blk {
+	uint64_t ptr;
+	uint64_t size, usable;
+	uint64_t site;
+	uint32_t stack;
+	uint32_t tid;
+	uint32_t cpu;
+	uint8_t fam;                 /* enum mem_alloc_family */
+	uint8_t state;               /* B_LIVE, B_FREED */
+	uint64_t free_site;          /* B_FREED: who freed it */
+	uint8_t free_fam;
+};
+enum { B_EMPTY, B_LIVE, B_FREED };
+
+/* Per call site (or per stack): what was allocated there and what became
+ * of it. */
+struct agg {
+	uint64_t key;
+	uint64_t allocs, frees, failed;
+	uint64_t req, usable;
+	uint64_t live_n, live_req, live_usable;
+	uint64_t peak;               /* aggregate mode: the key's highest live bytes */
+	uint64_t xcpu, xthread;
+	uint64_t fams;               /* bit per family */
+	uint64_t site;               /* a call site (for stacks: the first seen) */
+	char *name;                  /* symbolised, at the end */
+	/* Live bytes when the heap's peak was reached, kept lazily: a row
+	 * whose live bytes are about to change copies them first, once per
+	 * peak (report_peak_gen). See report_live_at_peak(). */
+	uint64_t snap_req, snap_usable;
+	uint64_t snap_gen;
+};
+
+struct aggtab {
+	struct agg *v;
+	size_t n, cap;
+	size_t *slot;                /* open addressing: index + 1, 0 empty */
+	size_t nslot;
+};
+
+enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
+extern const char *const report_err_name[E_COUNT];
+
+/* Errors grouped by kind and the call sites involved. */
+struct err {
+	int kind;
+	uint64_t site_alloc, site_free, site_again;
+	uint8_t fam_alloc, fam_free;
+	uint64_t count;
+	uint64_t ptr;                /* the first one */
+	int64_t ns;
+};
+
+/*
+ * The heap over time, for the chart: the live bytes after each event,
+ * reduced to at most HEAP_BUCKETS buckets of `width_ns` from the first
+ * event, each keeping its highest point (the peak stays visible). When an
+ * event falls beyond the last bucket the width doubles and neighbours
+ * merge: memory is fixed whatever the length of the trace.
+ */
+#define HEAP_BUCKETS 2000
+struct heap_point {
+	int64_t t_ns;                /* from the first event; -1: empty bucket */
+	uint64_t req, usable;        /* at the bucket's highest requested point */
+};
+struct heap_series {
+	int64_t width_ns;
+	size_t n;                    /* buckets used: the last one holding a point + 1 */
+	struct heap_point pt[HEAP_BUCKETS];
+};
+
+/* Events per type per time bucket (every event of the trace, mem or
+ * not), bucketed as the heap is; counts add up when buckets merge. */
+#define RATE_BUCKETS 200
+struct rate_type {
+	const struct rd_event_class *ec;   /* valid during the replay only */
+	char *name;
+	uint64_t count;
+	uint64_t *b;                 /* RATE_BUCKETS counts */
+};
+struct rate_series {
+	int64_t t0_ns, t_end_ns, width_ns;
+	int have_t0;
+	size_t n;                    /* buckets used */
+	struct rate_type *types;
+	size_t ntypes;
+	uint64_t lost;
+};
+
+struct report {
+	/* options */
+	int by;                      /* 0 callsite, 1 stack, 2 function */
+	int sort;
+	long top;
+	int json;
+	int html;
+	const char *debug_dir;
+
+	struct ev_plan *plans;
+	size_t nplans;
+
+	struct blk *blk;
+	size_t nblk, capblk;         /* open addressing on ptr, power of two */
+
+	struct aggtab sites, stacks;
+	struct err *errs;
+	size_t nerrs;
+	uint64_t err_total[E_COUNT];
+
+	uint64_t allocs, frees, failed, reallocs;
+	uint64_t req, usable;
+	uint64_t live_req, live_usable, live_n;
+	uint64_t peak_req, peak_usable;
+	int64_t peak_ns, t0_ns, t_end_ns;
+	uint64_t peak_gen;           /* how many times the peak was raised */
+	int have_t0;
+	uint64_t xcpu, xthread, frees_known;
+	uint64_t pages_live, pages_peak, mmaps, munmaps;
+	uint64_t lost;
+	uint64_t events;
+	int has_stacks;
+	/* Counters of an aggregate-mode recording (DIR/mem/aggregate.bin). */
+	int aggregate;
+	uint64_t agg_untracked, agg_keys_full;
+	/* --html only (NULL otherwise). */
+	struct heap_series *heap;
+	struct rate_series *rates;
+};
+
+enum { SORT_REQ, SORT_ALLOCS, SORT_FREES, SORT_USABLE, SORT_FRAG, SORT_LEAKED, SORT_XCPU };
+
+/* ---- helpers of cmd_report.c --------------------------------------------- */
+
+/* "function+0xoff (file:line)", "object+0xoff" or "0xaddr" of a return
+ * address (fn_only: the function's name alone); malloc'ed, NULL if out of
+ * memory. */
+char *report_site_name(struct sym_ctx *ctx, uint64_t site, int fn_only);
+/* Fragmentation in percent: (usable - req) / usable. */
+double report_frag(uint64_t req, uint64_t usable);
+/* "malloc,calloc": the families of a row's bit set. */
+void report_fams_text(uint64_t fams, char *buf, size_t len);
+/* Stack `id` of the trace's map, or NULL. */
+const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id);
+/* Index of the stack's first frame outside libringtrace-malloc.so. */
+uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st);
+/* A row's live bytes at the heap's peak (events only). */
+void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *ret_req, uint64_t *ret_usable);
+
+#endif /* RINGTRACE_CLI_REPORT_H */
