@@ -38,6 +38,7 @@
 #include "mem/mem_family.h"
 #include "read/format.h"
 #include "read/reader.h"
+#include "read/u64map.h"
 #include "stackmap/stack_files.h"
 #include "sym/symbolize.h"
 
@@ -343,18 +344,9 @@ struct heap {
 	int oom;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 static size_t heap_slot(const struct heap *h, uint64_t ptr)
 {
-	size_t j = mix64(ptr) & (h->cap - 1);
+	size_t j = u64map_mix(ptr) & (h->cap - 1);
 	while (h->v[j].ptr && h->v[j].ptr != ptr)
 		j = (j + 1) & (h->cap - 1);
 	return j;
@@ -379,7 +371,7 @@ static void heap_remove(struct heap *h, struct hblk *b)
 		j = (j + 1) & mask;
 		if (!h->v[j].ptr)
 			break;
-		size_t k = mix64(h->v[j].ptr) & mask;
+		size_t k = u64map_mix(h->v[j].ptr) & mask;
 		/* The entry at j may move to i unless its home k lies
 		 * cyclically in (i, j]. */
 		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
@@ -655,7 +647,7 @@ static struct thread *thread_get(struct threads *t, uint32_t tid, int *ret_new)
 		for (size_t i = 0; i < t->cap; i++) {
 			if (!t->v[i].used)
 				continue;
-			size_t j = mix64(t->v[i].tid) & (cap - 1);
+			size_t j = u64map_mix(t->v[i].tid) & (cap - 1);
 			while (nv[j].used)
 				j = (j + 1) & (cap - 1);
 			nv[j] = t->v[i];
@@ -664,7 +656,7 @@ static struct thread *thread_get(struct threads *t, uint32_t tid, int *ret_new)
 		t->v = nv;
 		t->cap = cap;
 	}
-	size_t j = mix64(tid) & (t->cap - 1);
+	size_t j = u64map_mix(tid) & (t->cap - 1);
 	while (t->v[j].used && t->v[j].tid != tid)
 		j = (j + 1) & (t->cap - 1);
 	if (!t->v[j].used) {
@@ -995,7 +987,7 @@ static int add_inline(struct folded *fo, const struct rd_value *seq, uint64_t w)
 	uint32_t depth = seq->sub.n < STACKMAP_MAX_DEPTH ? seq->sub.n : STACKMAP_MAX_DEPTH;
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
 	for (uint32_t i = 0; i < depth; i++)
-		h = mix64(h ^ seq->sub.v[i].u);
+		h = u64map_mix(h ^ seq->sub.v[i].u);
 	if ((fo->nin + 1) * 2 > fo->capin) {
 		size_t cap = fo->capin ? fo->capin * 2 : 64;
 		struct inline_stack *nv = calloc(cap, sizeof(*nv));

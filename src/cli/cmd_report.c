@@ -45,15 +45,6 @@ const char *const report_err_name[E_COUNT] = {
 
 /* ---- tables -------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
 {
 	if (create && (r->nblk + 1) * 4 > r->capblk * 3) {
@@ -64,7 +55,7 @@ static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
 		for (size_t i = 0; i < r->capblk; i++) {
 			if (r->blk[i].state == B_EMPTY)
 				continue;
-			size_t j = mix(r->blk[i].ptr) & (cap - 1);
+			size_t j = u64map_mix(r->blk[i].ptr) & (cap - 1);
 			while (nb[j].state != B_EMPTY)
 				j = (j + 1) & (cap - 1);
 			nb[j] = r->blk[i];
@@ -75,7 +66,7 @@ static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
 	}
 	if (!r->capblk)
 		return NULL;
-	size_t j = mix(ptr) & (r->capblk - 1);
+	size_t j = u64map_mix(ptr) & (r->capblk - 1);
 	while (r->blk[j].state != B_EMPTY) {
 		if (r->blk[j].ptr == ptr)
 			return &r->blk[j];
@@ -92,39 +83,26 @@ static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
 
 static struct agg *agg_get(struct aggtab *t, uint64_t key)
 {
-	if ((t->n + 1) * 2 > t->nslot) {
-		size_t ns = t->nslot ? t->nslot * 2 : 1024;
-		size_t *s = calloc(ns, sizeof(*s));
-		if (!s)
-			return NULL;
-		for (size_t i = 0; i < t->n; i++) {
-			size_t j = mix(t->v[i].key) & (ns - 1);
-			while (s[j])
-				j = (j + 1) & (ns - 1);
-			s[j] = i + 1;
-		}
-		free(t->slot);
-		t->slot = s;
-		t->nslot = ns;
-	}
-	size_t j = mix(key) & (t->nslot - 1);
-	while (t->slot[j]) {
-		if (t->v[t->slot[j] - 1].key == key)
-			return &t->v[t->slot[j] - 1];
-		j = (j + 1) & (t->nslot - 1);
-	}
+	int created;
+	uint64_t *i = u64map_put(&t->idx, key, &created);
+	if (!i)
+		return NULL;
+	if (!created)
+		return &t->v[*i];
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct agg *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
+		if (!v) {
+			u64map_del(&t->idx, key);
 			return NULL;
+		}
 		t->v = v;
 		t->cap = cap;
 	}
 	struct agg *a = &t->v[t->n];
 	memset(a, 0, sizeof(*a));
 	a->key = key;
-	t->slot[j] = ++t->n;
+	*i = t->n++;
 	return a;
 }
 
@@ -133,7 +111,7 @@ static void aggtab_free(struct aggtab *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->v[i].name);
 	free(t->v);
-	free(t->slot);
+	u64map_free(&t->idx);
 }
 
 static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64_t sa, uint8_t fa, uint64_t sf,
@@ -515,11 +493,29 @@ static int cmp_leak(const void *x, const void *y)
 static void merge_by_name(struct aggtab *t)
 {
 	size_t w = 0;
+	/* name hash -> kept row; two names with one hash: rehashed. */
+	struct u64map seen = { 0 };
 	for (size_t i = 0; i < t->n; i++) {
-		size_t j;
-		for (j = 0; j < w; j++)
-			if (!strcmp(t->v[j].name, t->v[i].name))
+		size_t j = w;
+		for (uint64_t h = u64map_str_key(t->v[i].name);; h = u64map_next_key(h)) {
+			int created;
+			uint64_t *k = u64map_put(&seen, h, &created);
+			if (!k) {
+				/* Out of memory: a slow search. */
+				for (j = 0; j < w; j++)
+					if (!strcmp(t->v[j].name, t->v[i].name))
+						break;
 				break;
+			}
+			if (created) {
+				*k = w;
+				break;
+			}
+			if (!strcmp(t->v[*k].name, t->v[i].name)) {
+				j = (size_t)*k;
+				break;
+			}
+		}
 		if (j == w) {
 			t->v[w++] = t->v[i];
 			continue;
@@ -539,6 +535,7 @@ static void merge_by_name(struct aggtab *t)
 		free(s->name);
 	}
 	t->n = w;
+	u64map_free(&seen);
 }
 
 void report_fams_text(uint64_t fams, char *buf, size_t len)
@@ -931,9 +928,7 @@ static void name_rows(struct report *r, struct aggtab *t, int by, struct sym_ctx
 		merge_by_name(t);
 	g_sort = r->sort;
 	qsort(t->v, t->n, sizeof(*t->v), cmp_agg);
-	free(t->slot);
-	t->slot = NULL;
-	t->nslot = 0;
+	u64map_free(&t->idx); /* sorted: the index no longer points right */
 }
 
 static int run_report(struct report *r, const char *dir, FILE *o)

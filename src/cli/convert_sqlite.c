@@ -42,6 +42,7 @@
 #include "read/decode.h"
 #include "read/format.h"
 #include "read/reader.h"
+#include "read/u64map.h"
 #include "stackmap/stack_files.h"
 #include "sym/symbolize.h"
 
@@ -101,69 +102,14 @@ struct tab {
 
 /* ---- hash sets ----------------------------------------------------------- */
 
-static uint64_t mix(uint64_t x)
+/* Counts a key (a site or tid of 0 is real: u64map keeps it). */
+static int kset_add(struct u64map *s, uint64_t key, uint64_t inc)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-/* Keys with a counter; key 0 is kept aside (a site or tid of 0 is real). */
-struct kset {
-	uint64_t *k;
-	uint64_t *n;
-	size_t used, cap;
-	int has0;
-	uint64_t n0;
-};
-
-static int kset_add(struct kset *s, uint64_t key, uint64_t inc)
-{
-	if (!key) {
-		s->has0 = 1;
-		s->n0 += inc;
-		return 0;
-	}
-	if ((s->used + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		uint64_t *k = calloc(cap, sizeof(*k)), *n = calloc(cap, sizeof(*n));
-		if (!k || !n) {
-			free(k);
-			free(n);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->k[i])
-				continue;
-			size_t j = mix(s->k[i]) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = s->k[i];
-			n[j] = s->n[i];
-		}
-		free(s->k);
-		free(s->n);
-		s->k = k;
-		s->n = n;
-		s->cap = cap;
-	}
-	size_t j = mix(key) & (s->cap - 1);
-	while (s->k[j] && s->k[j] != key)
-		j = (j + 1) & (s->cap - 1);
-	if (!s->k[j]) {
-		s->k[j] = key;
-		s->used++;
-	}
-	s->n[j] += inc;
+	uint64_t *n = u64map_put(s, key, NULL);
+	if (!n)
+		return -ENOMEM;
+	*n += inc;
 	return 0;
-}
-
-static void kset_free(struct kset *s)
-{
-	free(s->k);
-	free(s->n);
 }
 
 /* ---- the conversion -------------------------------------------------------- */
@@ -183,7 +129,7 @@ struct conv {
 	size_t nblk, capblk;
 	int64_t next_id;
 
-	struct kset sites, tids;
+	struct u64map sites, tids;
 	uint64_t events, lost;
 	int64_t first_ns, last_ns;
 	int have_ns;
@@ -706,7 +652,7 @@ static struct blk *blk_find(struct conv *c, uint64_t ptr, int create)
 		for (size_t i = 0; i < c->capblk; i++) {
 			if (c->blk[i].state == B_EMPTY)
 				continue;
-			size_t j = mix(c->blk[i].ptr) & (cap - 1);
+			size_t j = u64map_mix(c->blk[i].ptr) & (cap - 1);
 			while (nb[j].state != B_EMPTY)
 				j = (j + 1) & (cap - 1);
 			nb[j] = c->blk[i];
@@ -717,7 +663,7 @@ static struct blk *blk_find(struct conv *c, uint64_t ptr, int create)
 	}
 	if (!c->capblk)
 		return NULL;
-	size_t j = mix(ptr) & (c->capblk - 1);
+	size_t j = u64map_mix(ptr) & (c->capblk - 1);
 	while (c->blk[j].state != B_EMPTY) {
 		if (c->blk[j].ptr == ptr)
 			return &c->blk[j];
@@ -1049,12 +995,12 @@ static int put_threads(struct conv *c)
 			if (!c->tids.has0)
 				break;
 			tid = 0;
-			n = c->tids.n0;
+			n = c->tids.v0;
 		} else {
 			if (!c->tids.k[i])
 				continue;
 			tid = c->tids.k[i];
-			n = c->tids.n[i];
+			n = c->tids.v[i];
 		}
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)tid);
 		const char *comm = tid ? rd_trace_comm(c->t, (uint32_t)tid) : NULL;
@@ -1281,8 +1227,8 @@ static void conv_free(struct conv *c)
 	sqlite3_finalize(c->ins_err);
 	sqlite3_finalize(c->ins_lost);
 	free(c->blk);
-	kset_free(&c->sites);
-	kset_free(&c->tids);
+	u64map_free(&c->sites);
+	u64map_free(&c->tids);
 	ctf_buf_free(&c->b);
 	/* Idempotent: the error path may come after a first call. */
 	c->tabs = NULL;

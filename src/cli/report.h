@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "read/u64map.h"
+
 struct rd_event_class;
 struct sym_ctx;
 struct stack_files;
@@ -69,8 +71,7 @@ struct agg {
 struct aggtab {
 	struct agg *v;
 	size_t n, cap;
-	size_t *slot;                /* open addressing: index + 1, 0 empty */
-	size_t nslot;
+	struct u64map idx;           /* key -> index in v */
 };
 
 enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };

@@ -28,6 +28,7 @@
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "mem/mem_family.h"
+#include "read/u64map.h"
 #include "read/reader.h"
 #include "read/tsdl.h"
 #include "stackmap/stack_files.h"
@@ -525,60 +526,6 @@ static void errors_table(FILE *o, const struct report *r, struct sym_ctx *ctx)
 
 /* ---- flame graphs -------------------------------------------------------- */
 
-/* u64 -> u32 map, open addressing, at most half full; key 0 marks an
- * empty slot, so callers never use it. */
-struct map {
-	uint64_t *k;
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static int map_grow(struct map *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	uint64_t *k = calloc(cap, sizeof(*k));
-	uint32_t *v = calloc(cap, sizeof(*v));
-	if (!k || !v) {
-		free(k);
-		free(v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->k[i])
-			continue;
-		size_t j = mix64(m->k[i]) & (cap - 1);
-		while (k[j])
-			j = (j + 1) & (cap - 1);
-		k[j] = m->k[i];
-		v[j] = m->v[i];
-	}
-	free(m->k);
-	free(m->v);
-	m->k = k;
-	m->v = v;
-	m->cap = cap;
-	return 0;
-}
-
-/* The slot of `key` (key != 0): *found tells whether it holds it. */
-static size_t map_slot(const struct map *m, uint64_t key, size_t from, int *found)
-{
-	size_t j = from;
-	while (m->k[j] && m->k[j] != key)
-		j = (j + 1) & (m->cap - 1);
-	*found = m->k[j] == key;
-	return j;
-}
-
 struct fnode {
 	uint32_t name;               /* index in flame.names */
 	uint32_t parent;
@@ -591,75 +538,61 @@ struct flame {
 	struct sym_ctx *ctx;
 	char **names;
 	size_t nnames;
-	struct map by_ip;            /* ip -> name */
-	struct map by_text;          /* hash of a name's text -> name (collisions probed on) */
-	struct map by_edge;          /* parent << 32 | name (+1) -> node */
+	struct u64map by_ip;         /* ip -> name */
+	struct u64map by_text;       /* hash of a name's text -> name (collisions: rehashed) */
+	struct u64map by_edge;       /* parent << 32 | name -> node */
 	struct fnode *nodes;
 	size_t nnodes, capnodes;
 	uint32_t maxdepth;
 };
-
-static uint64_t text_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h | 1;
-}
 
 /* The name's index, interned; UINT32_MAX if out of memory (takes `s`). */
 static uint32_t intern(struct flame *f, char *s)
 {
 	if (!s)
 		return UINT32_MAX;
-	if ((f->by_text.n + 1) * 2 > f->by_text.cap && map_grow(&f->by_text) < 0) {
-		free(s);
-		return UINT32_MAX;
-	}
-	uint64_t h = text_hash(s);
-	size_t j = mix64(h) & (f->by_text.cap - 1);
-	for (;;) {
-		int found;
-		j = map_slot(&f->by_text, h, j, &found);
-		if (!found)
+	/* Two names with the same hash: the second goes under the hash
+	 * mixed once more, and so on. */
+	for (uint64_t h = u64map_str_key(s);; h = u64map_next_key(h)) {
+		int created;
+		uint64_t *v = u64map_put(&f->by_text, h, &created);
+		if (!v)
 			break;
-		if (!strcmp(f->names[f->by_text.v[j]], s)) {
+		if (!created) {
+			if (strcmp(f->names[*v], s))
+				continue;
 			free(s);
-			return f->by_text.v[j];
+			return (uint32_t)*v;
 		}
-		j = (j + 1) & (f->by_text.cap - 1);
-	}
-	if ((f->nnames & (f->nnames - 1)) == 0) {
-		char **v = realloc(f->names, (f->nnames ? f->nnames * 2 : 64) * sizeof(*v));
-		if (!v) {
-			free(s);
-			return UINT32_MAX;
+		if ((f->nnames & (f->nnames - 1)) == 0) {
+			char **nv = realloc(f->names, (f->nnames ? f->nnames * 2 : 64) * sizeof(*nv));
+			if (!nv) {
+				u64map_del(&f->by_text, h);
+				break;
+			}
+			f->names = nv;
 		}
-		f->names = v;
+		f->names[f->nnames] = s;
+		*v = f->nnames;
+		return (uint32_t)f->nnames++;
 	}
-	f->names[f->nnames] = s;
-	f->by_text.k[j] = h;
-	f->by_text.v[j] = (uint32_t)f->nnames;
-	f->by_text.n++;
-	return (uint32_t)f->nnames++;
+	free(s);
+	return UINT32_MAX;
 }
 
 /* A frame's function (its object and offset when it has none). */
 static uint32_t frame_name(struct flame *f, uint64_t ip)
 {
-	uint64_t key = ip ? ip : 1;
-	if ((f->by_ip.n + 1) * 2 > f->by_ip.cap && map_grow(&f->by_ip) < 0)
-		return UINT32_MAX;
-	int found;
-	size_t j = map_slot(&f->by_ip, key, mix64(key) & (f->by_ip.cap - 1), &found);
-	if (found)
-		return f->by_ip.v[j];
+	const uint64_t *v = u64map_get(&f->by_ip, ip);
+	if (v)
+		return (uint32_t)*v;
 	uint32_t n = intern(f, report_site_name(f->ctx, ip, 1));
 	if (n == UINT32_MAX)
 		return n;
-	f->by_ip.k[j] = key;
-	f->by_ip.v[j] = n;
-	f->by_ip.n++;
+	uint64_t *nv = u64map_put(&f->by_ip, ip, NULL);
+	if (!nv)
+		return UINT32_MAX;
+	*nv = n;
 	return n;
 }
 
@@ -667,30 +600,28 @@ static uint32_t frame_name(struct flame *f, uint64_t ip)
  * memory. */
 static uint32_t child(struct flame *f, uint32_t parent, uint32_t name)
 {
-	uint64_t key = (uint64_t)parent << 32 | ((uint64_t)name + 1);
-	if ((f->by_edge.n + 1) * 2 > f->by_edge.cap && map_grow(&f->by_edge) < 0)
-		return UINT32_MAX;
-	int found;
-	size_t j = map_slot(&f->by_edge, key, mix64(key) & (f->by_edge.cap - 1), &found);
-	if (found)
-		return f->by_edge.v[j];
+	uint64_t key = (uint64_t)parent << 32 | name;
+	const uint64_t *v = u64map_get(&f->by_edge, key);
+	if (v)
+		return (uint32_t)*v;
 	if (f->nnodes == f->capnodes) {
 		size_t cap = f->capnodes * 2;
-		struct fnode *v = realloc(f->nodes, cap * sizeof(*v));
-		if (!v)
+		struct fnode *nv = realloc(f->nodes, cap * sizeof(*nv));
+		if (!nv)
 			return UINT32_MAX;
-		f->nodes = v;
+		f->nodes = nv;
 		f->capnodes = cap;
 	}
+	uint64_t *slot = u64map_put(&f->by_edge, key, NULL);
+	if (!slot)
+		return UINT32_MAX;
 	uint32_t id = (uint32_t)f->nnodes++;
+	*slot = id;
 	struct fnode *p = &f->nodes[parent];
 	f->nodes[id] = (struct fnode){ name, parent, 0, p->child, p->depth + 1, 0, 0 };
 	f->nodes[parent].child = id;
 	if (f->nodes[id].depth > f->maxdepth)
 		f->maxdepth = f->nodes[id].depth;
-	f->by_edge.k[j] = key;
-	f->by_edge.v[j] = id;
-	f->by_edge.n++;
 	return id;
 }
 
@@ -711,12 +642,9 @@ static void flame_free(struct flame *f)
 	for (size_t i = 0; i < f->nnames; i++)
 		free(f->names[i]);
 	free(f->names);
-	free(f->by_ip.k);
-	free(f->by_ip.v);
-	free(f->by_text.k);
-	free(f->by_text.v);
-	free(f->by_edge.k);
-	free(f->by_edge.v);
+	u64map_free(&f->by_ip);
+	u64map_free(&f->by_text);
+	u64map_free(&f->by_edge);
 	free(f->nodes);
 }
 
@@ -777,7 +705,7 @@ static int cmp_node(const void *x, const void *y)
 /* A colour of the warm family, fixed per name. */
 static void flame_colour(const char *name, char *buf, size_t len)
 {
-	uint64_t h = text_hash(name);
+	uint64_t h = u64map_str_key(name);
 	unsigned r = 205 + (unsigned)(h % 51), g = (unsigned)((h >> 8) % 191), b = (unsigned)((h >> 16) % 56);
 	snprintf(buf, len, "rgb(%u,%u,%u)", r, g, b);
 }

@@ -1,0 +1,70 @@
+/*
+ * u64map.h - a hash map from 64-bit keys to 64-bit values, for the
+ * command's readers and reports (call sites, stack ids, thread ids,
+ * addresses, interned names): open addressing with linear probing, at
+ * most half full, power-of-two sizes, deletion by backward shift (no
+ * tombstones, so lookups stay short however many entries come and go).
+ * Every key is allowed, 0 included (it is kept beside the table).
+ *
+ * Not for the traced program: it allocates.
+ */
+#ifndef RINGTRACE_READ_U64MAP_H
+#define RINGTRACE_READ_U64MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct u64map {
+	uint64_t *k;                 /* 0: an empty slot */
+	uint64_t *v;
+	size_t n;                    /* entries, key 0 included */
+	size_t cap;                  /* slots: 0 or a power of two */
+	int has0;
+	uint64_t v0;                 /* key 0's value */
+};
+
+/* A 64-bit mixer (the finaliser of MurmurHash3): sequential addresses,
+ * ids and small integers spread over the whole table. */
+static inline uint64_t u64map_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* A string's key (FNV-1a): a map keyed by text holds this, and the callers
+ * compare the strings (two texts may share a key: the second is put under
+ * u64map_next_key(key), and so on). */
+static inline uint64_t u64map_str_key(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static inline uint64_t u64map_next_key(uint64_t key)
+{
+	return u64map_mix(key ^ 0x9e3779b97f4a7c15ull);
+}
+
+/* The value of key, or NULL. The pointer is valid until the next put or
+ * del. */
+uint64_t *u64map_get(const struct u64map *m, uint64_t key);
+
+/* The value of key, made (0) if new; *created tells which (may be NULL).
+ * NULL if out of memory (the map is unchanged). */
+uint64_t *u64map_put(struct u64map *m, uint64_t key, int *created);
+
+/* Removes key; 1 if it was there. */
+int u64map_del(struct u64map *m, uint64_t key);
+
+/* Visits every entry (key 0 first), in no particular order; stops at the
+ * first non-zero return of fn and returns it. */
+int u64map_each(const struct u64map *m, int (*fn)(uint64_t key, uint64_t *val, void *arg), void *arg);
+
+void u64map_free(struct u64map *m);
+
+#endif
