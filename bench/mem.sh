@@ -33,8 +33,10 @@
 #  heaptrack   heaptrack -o TMP/ht.N (its .zst removed once measured)
 #  mem         ringtrace record --mem -o TMP/rt.N
 #  stacks      ringtrace record --mem --stacks
-#  aggregate   ringtrace record --mem --aggregate; "n/a (not built)" when
-#              the recorder refuses the option as unknown
+#  aggregate   ringtrace record --mem --aggregate (counters per call site);
+#              "n/a (not built)" when the recorder refuses the option
+#  aggstacks   ringtrace record --mem --aggregate --stacks (counters per
+#              stack)
 # A tool that is missing or refuses its options gets n/a and the reason;
 # the script still exits 0.
 #
@@ -102,7 +104,7 @@ summary() {
 		if (w == "cc1" && t == "mem") lim = 1.05
 		if (w == "cc1" && t == "stacks") lim = 1.2
 		if (w == "pairs2" && t == "stacks") lim = 2.5
-		if (w == "pairs2" && t == "aggregate") lim = 1.1
+		if (w == "pairs2" && (t == "aggregate" || t == "aggstacks")) lim = 1.1
 		if (t == "heaptrack" && w == "cc1") return "earlier 1.57x"
 		if (t == "heaptrack" && w == "pairs1") return "earlier 3.9x"
 		if (t == "heaptrack" && w == "pairs2") return "earlier 9.4x"
@@ -116,11 +118,12 @@ summary() {
 		if (!("mem_cc1_untraced" in v) && !("mem_pairs1_untraced" in v))
 			exit
 		nw = split("cc1 pairs1 pairs2", wl, " ")
-		nt = split("untraced heaptrack mem stacks aggregate", tl, " ")
+		nt = split("untraced heaptrack mem stacks aggregate aggstacks", tl, " ")
 		wname["cc1"] = "cc1"; wname["pairs1"] = "pairs, 1 thread"; wname["pairs2"] = "pairs, 2 threads"
 		tname["untraced"] = "untraced"; tname["heaptrack"] = "heaptrack"
 		tname["mem"] = "record --mem"; tname["stacks"] = "record --mem --stacks"
 		tname["aggregate"] = "record --mem --aggregate"
+		tname["aggstacks"] = "--aggregate --stacks"
 		printf "Allocation tracing (bench/mem.sh): wall time against the untraced run, median of %s rounds\n", info["mem_runs"]
 		printf "  cc1:   %s\n", info["mem_cc1"]
 		printf "         %s\n", info["mem_preload_cc1"]
@@ -281,7 +284,7 @@ probe() {
 		err=$(grep -v '^ringtrace record: recording ' "$TMP/probe.err" | head -1)
 		case $err in
 		*"unknown option"* | *"unrecognized option"* | *"invalid option"*)
-			if [ "$tool" = aggregate ]; then
+			if [ "$tool" = aggregate ] || [ "$tool" = aggstacks ]; then
 				WHY[$tool]="not built"
 			else
 				WHY[$tool]="not built: $err"
@@ -294,7 +297,8 @@ probe() {
 probe mem --mem
 probe stacks --mem --stacks
 probe aggregate --mem --aggregate
-for t in heaptrack mem stacks aggregate; do
+probe aggstacks --mem --aggregate --stacks
+for t in heaptrack mem stacks aggregate aggstacks; do
 	[ -n "${WHY[$t]:-}" ] && note "$t: n/a (${WHY[$t]})"
 done
 
@@ -404,6 +408,7 @@ one() {
 	mem)       "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	stacks)    "$RT" record --mem --stacks -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	aggregate) "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
+	aggstacks) "$RT" record --mem --aggregate --stacks -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	esac >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	t1=$(now)
@@ -462,7 +467,7 @@ echo "info mem_busy_after $(busy_pct)% of all CPUs busy during 1 s after the run
 # ---- medians -----------------------------------------------------------------------------------
 # Every workload gets a row per tool: the medians, or n/a when the tool is
 # missing or none of its runs succeeded.
-awk -v wls="${WLS[*]}" -v tools="untraced heaptrack mem stacks aggregate" '
+awk -v wls="${WLS[*]}" -v tools="untraced heaptrack mem stacks aggregate aggstacks" '
 function med(s,   a, n, i, j, x) {
 	n = split(s, a, " ")
 	for (i = 2; i <= n; i++) {
