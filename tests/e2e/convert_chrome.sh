@@ -216,8 +216,7 @@ begin
 if have "$RT" "$DEMO"; then
 	rec dmg --buffer-size 64K --subbuffers 8 -- "$DEMO" 2000
 	f=$(ls -S dmg | grep -v '^metadata$' | head -n 1)
-	s=$(stat -c %s "dmg/$f")
-	truncate -s $((s / 2 + 7)) "dmg/$f"
+	cut_midway "dmg/$f"
 	n=$(dump_events dmg)
 	conv dmg --to chrome -o dmg.json
 	eq "status" "$CRC" 1

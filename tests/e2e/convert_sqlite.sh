@@ -417,8 +417,7 @@ begin
 if [ -d lossy ]; then
 	rm -rf cut && cp -r lossy cut
 	f=$(ls -S cut | grep -v metadata | grep -v '^stacks$' | head -n 1)
-	sz=$(stat -c %s "cut/$f")
-	truncate -s $((sz / 2 + 13)) "cut/$f"
+	cut_midway "cut/$f"
 	conv cut cut.db
 	eq "status" "$CRC" 1
 	one_line cut.db.err

@@ -76,3 +76,18 @@ ready() {
 	why "program $1 never became attachable"
 	return 1
 }
+
+# cut_midway STREAM_FILE: damage a CTF stream file midway: cut it 100
+# bytes into the packet that starts nearest its middle (not the first).
+# A cut at a fixed fraction of the size may fall on a packet boundary,
+# which is no damage at all.
+cut_midway() {
+	local at
+	at=$(python3 -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+m = struct.pack("<I", 0xC1FC1FC1)
+offs = [i for i in range(4, len(d) - 3) if d[i:i + 4] == m]
+print(min(offs, key=lambda o: abs(o - len(d) // 2)) + 100 if offs else len(d) // 2 + 7)' "$1") &&
+		truncate -s "$at" "$1"
+}
