@@ -1746,6 +1746,17 @@ static int same_file(pid_t pid, int32_t fdn, uint64_t ino)
 	return fdn >= 0 && stat(path, &st) == 0 && (uint64_t)st.st_ino == ino;
 }
 
+/* Are the program's descriptors out of reach (it is gone, or a zombie)? */
+static int proc_fds_gone(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/0", (int)pid);
+	struct stat st;
+	if (stat(path, &st) == 0)
+		return 0;
+	return (kill(pid, 0) < 0 && errno == ESRCH) || ctl_proc_state(pid) == 'Z';
+}
+
 /*
  * A watcher keeps the program's live buffers mapped (and the spare ones
  * that a snapshot makes live), so that whenever it dies, we hold what it
@@ -1766,7 +1777,11 @@ static void follow_rings(struct ctl_handle *h, struct ctl_ring *live, struct ctl
 	}
 	uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
 	if (!live->rb || live->gen != gen) {
-		if (spare->rb && same_file(h->pid, h->b->ring_fd, spare->ino)) {
+		/* A program that is gone cannot be asked through /proc: its
+		 * block names the descriptor of its live buffers, and the
+		 * spare is the one that went live if it is that descriptor. */
+		if (spare->rb && (same_file(h->pid, h->b->ring_fd, spare->ino) ||
+				  (proc_fds_gone(h->pid) && h->b->ring_fd == spare->fdn))) {
 			ctl_ring_close(live);
 			*live = *spare; /* the spare went live */
 			memset(spare, 0, sizeof(*spare));
@@ -1798,15 +1813,26 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 	}
 	if (*msg)
 		fprintf(stderr, SPFX "%s\n", msg);
-	if (live)
+	/* A watcher's mapping of the buffers just swapped out (the held ones,
+	 * if no other swap came between), kept until they are written: if
+	 * the program exits before we open them through /proc, these are
+	 * the snapshot. The live ones are followed at once. */
+	struct ctl_ring old = { 0 };
+	if (live) {
+		old = *live;
+		memset(live, 0, sizeof(*live));
 		follow_rings(h, live, spare);
+	}
 	uint32_t no = (uint32_t)k;
 	struct ctl_ring ring;
 	int status = 1;
-	if (ctl_snap_open(h, &ring, err, sizeof(err)) < 0)
-		fprintf(stderr, SPFX "%s\n", err);
-	else
+	if (ctl_snap_open(h, &ring, err, sizeof(err)) == 0)
 		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger, kill(pid, 0) == 0);
+	else if (old.rb && __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE) == old.gen + 1 && proc_fds_gone(pid))
+		status = write_region(pid, h->b->comm, &old, outdir, no, trigger, 0);
+	else
+		fprintf(stderr, SPFX "%s\n", err);
+	ctl_ring_close(&old);
 	/* The program alive or not: a dead one needs nothing back. */
 	if (kill(pid, 0) == 0 && !ctl_is_stale(h->b)) {
 		k = ctl_request(h, CTL_OP_SNAP_RELEASE, 0, 0, NULL, 0, 5000, msg, sizeof(msg));

@@ -414,6 +414,31 @@ static int cmd_snap_enable(void);
 static int cmd_snap_trigger(const char *text, uint64_t interval_ms);
 
 /*
+ * How long a program waits at its start for a recorder that is known to
+ * be there (it started us, or it just took our notice on its socket):
+ * until then, a program that exits at once would be gone before anybody
+ * mapped its buffers. It is the recorder's scheduling we wait for, which
+ * takes far longer than usual on a loaded machine (100 ms was missed in
+ * test runs); a recorder that died is not waited for (the notice fails).
+ */
+#define RECORDER_WAIT_NS 1000000000ull
+
+/* Wait until *w is set (acquire: pairs with the recorder's store and
+ * FUTEX_WAKE), RECORDER_WAIT_NS at most. */
+static void wait_for_recorder(uint32_t *w)
+{
+	uint64_t t0 = ringtrace__clock_monotonic();
+	while (!__atomic_load_n(w, __ATOMIC_ACQUIRE)) {
+		uint64_t waited = ringtrace__clock_monotonic() - t0;
+		if (waited >= RECORDER_WAIT_NS)
+			break;
+		uint64_t left = RECORDER_WAIT_NS - waited;
+		struct timespec d = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		ctl_futex(w, FUTEX_WAIT, 0, &d);
+	}
+}
+
+/*
  * `ringtrace record --flight-recorder` gives the program its first buffers
  * (overwrite mode, so that the recorder has them mapped from the start and
  * can recover them if the program is killed) and RINGTRACE_FLIGHT=1: the
@@ -452,15 +477,8 @@ static void flight_start(void)
 	unsetenv("RINGTRACE_SNAPSHOT_INTERVAL");
 	/* The recorder polls for this block; until it watches, a request
 	 * (ringtrace_snapshot(), a trigger) or an exit would go unseen.
-	 * Bounded: the program starts anyway after 100 ms. */
-	uint64_t t0 = ringtrace__clock_monotonic();
-	while (!__atomic_load_n(&ctl->watcher, __ATOMIC_ACQUIRE)) {
-		uint64_t waited = ringtrace__clock_monotonic() - t0;
-		if (waited >= 100000000u)
-			break;
-		struct timespec d = { 0, (long)(100000000u - waited) };
-		ctl_futex(&ctl->watcher, FUTEX_WAIT, 0, &d);
-	}
+	 * Bounded: the program starts anyway after RECORDER_WAIT_NS. */
+	wait_for_recorder(&ctl->watcher);
 }
 
 static void publish_snap(uint32_t state, pid_t holder)
@@ -898,7 +916,7 @@ static int follow_notify(const char *kind)
  * A followed process (a forked child, or an exec'ed program): its own
  * buffers at once, with the recorder's parameters, tracing on, the control
  * block published, then the recorder is told and we wait until it reads
- * the buffers (the `reader_pid` futex in their header), 100 ms at most:
+ * the buffers (the `reader_pid` futex in their header), RECORDER_WAIT_NS at most:
  * events from here on are kept (in the buffers until it attaches), and a
  * process that exits at once has its buffers mapped by the recorder
  * first. If the recorder is gone, tracing is switched off again and the
@@ -935,16 +953,8 @@ static int follow_start(const char *kind)
 		drop_session();
 		return 0;
 	}
-	uint32_t *w = &cur.rb->hdr->reader_pid;
-	uint64_t t0 = ringtrace__clock_monotonic();
-	/* Acquire: pairs with the recorder's claim (CAS) and FUTEX_WAKE. */
-	while (!__atomic_load_n(w, __ATOMIC_ACQUIRE)) {
-		uint64_t waited = ringtrace__clock_monotonic() - t0;
-		if (waited >= 100000000u)
-			break;
-		struct timespec d = { 0, (long)(100000000u - waited) };
-		ctl_futex(w, FUTEX_WAIT, 0, &d);
-	}
+	/* Pairs with the recorder's claim (CAS) and FUTEX_WAKE. */
+	wait_for_recorder(&cur.rb->hdr->reader_pid);
 	return 0;
 }
 
