@@ -319,9 +319,13 @@ static void direct(struct memagg_cache *tmp, uint32_t si)
 void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key)
 {
 	uint32_t si = slot_of(key);
-	struct memagg_cache tmp = { 0 }, *c = cache_for(si);
-	if (!c)
+	/* Zeroed only when used: clearing it on every call cost a fifth of
+	 * the function's instructions. */
+	struct memagg_cache tmp, *c = cache_for(si);
+	if (!c) {
+		memset(&tmp, 0, sizeof(tmp));
 		c = &tmp;
+	}
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
 	if (!ptr) {
@@ -364,9 +368,13 @@ void memagg_release(const struct memagg_blk *b, int free_class, size_t usable)
 {
 	uint32_t si = LB_SLOT(b->info) & slot_mask;
 	uint64_t size = LB_SIZE(b->info) == UINT32_MAX ? usable : LB_SIZE(b->info);
-	struct memagg_cache tmp = { 0 }, *c = cache_for(si);
-	if (!c)
+	/* Zeroed only when used: clearing it on every call cost a fifth of
+	 * the function's instructions. */
+	struct memagg_cache tmp, *c = cache_for(si);
+	if (!c) {
+		memset(&tmp, 0, sizeof(tmp));
 		c = &tmp;
+	}
 	c_add(&c->frees, 1);
 	c_add(&c->live_req, -size);
 	c_add(&c->live_usable, -(uint64_t)usable);
