@@ -1787,13 +1787,9 @@ static void follow_rings(struct ctl_handle *h, struct ctl_ring *live, struct ctl
 			memset(spare, 0, sizeof(*spare));
 			live->gen = gen;
 		} else {
-			struct ctl_ring next = { 0 };
-			/* Not found (the program is gone): the old mapping
-			 * is kept only if it is still the live one. */
-			if (ctl_ring_open(h, &next, err, sizeof(err)) == 0 || live->gen != gen) {
-				ctl_ring_close(live);
-				*live = next;
-			}
+			ctl_ring_close(live);
+			if (ctl_ring_open(h, live, err, sizeof(err)) < 0)
+				memset(live, 0, sizeof(*live));
 		}
 	}
 }
