@@ -309,6 +309,18 @@ static inline struct memagg_cache *cache_for(uint32_t si)
 	return c;
 }
 
+/* Where this call's sums go: the thread's cache, or *tmp, zeroed, when it
+ * has none (then flushed by direct()). Zeroed only when used: clearing it
+ * on every call cost a fifth of the instructions of a call. */
+static inline struct memagg_cache *counters_for(uint32_t si, struct memagg_cache *tmp)
+{
+	struct memagg_cache *c = cache_for(si);
+	if (c)
+		return c;
+	memset(tmp, 0, sizeof(*tmp));
+	return tmp;
+}
+
 /* Without a cache: the same sums, straight into the slot and header. */
 static void direct(struct memagg_cache *tmp, uint32_t si)
 {
@@ -319,13 +331,7 @@ static void direct(struct memagg_cache *tmp, uint32_t si)
 void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key)
 {
 	uint32_t si = slot_of(key);
-	/* Zeroed only when used: clearing it on every call cost a fifth of
-	 * the function's instructions. */
-	struct memagg_cache tmp, *c = cache_for(si);
-	if (!c) {
-		memset(&tmp, 0, sizeof(tmp));
-		c = &tmp;
-	}
+	struct memagg_cache tmp, *c = counters_for(si, &tmp);
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
 	if (!ptr) {
@@ -368,13 +374,7 @@ void memagg_release(const struct memagg_blk *b, int free_class, size_t usable)
 {
 	uint32_t si = LB_SLOT(b->info) & slot_mask;
 	uint64_t size = LB_SIZE(b->info) == UINT32_MAX ? usable : LB_SIZE(b->info);
-	/* Zeroed only when used: clearing it on every call cost a fifth of
-	 * the function's instructions. */
-	struct memagg_cache tmp, *c = cache_for(si);
-	if (!c) {
-		memset(&tmp, 0, sizeof(tmp));
-		c = &tmp;
-	}
+	struct memagg_cache tmp, *c = counters_for(si, &tmp);
 	c_add(&c->frees, 1);
 	c_add(&c->live_req, -size);
 	c_add(&c->live_usable, -(uint64_t)usable);
