@@ -1250,15 +1250,8 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 	r.has_stacks = h->by_stack && sf.nstacks > 0;
 	merge_block(&r, copy, size, &sf, ctx);
 	struct aggtab *rows = r.has_stacks ? &r.stacks : &r.sites;
-	for (size_t i = 0; i < rows->n; i++) {
-		struct agg *a = &rows->v[i];
-		a->name = r.has_stacks && a->key == STACK_NONE ? strdup("(no stack)") :
-			  report_site_name(ctx, r.has_stacks ? a->site : a->key, 0);
-		if (!a->name)
-			a->name = strdup("?");
-	}
-	g_sort = SORT_LEAKED;
-	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_agg);
+	r.sort = SORT_LEAKED;
+	name_rows(&r, rows, r.has_stacks, ctx);
 	char b1[32], b2[32], b3[32];
 	if (tty)
 		fputs("\033[H\033[2J", o);

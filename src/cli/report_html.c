@@ -460,19 +460,18 @@ static void rows_table(FILE *o, const struct report *r, const struct aggtab *t, 
 			   "</td><td class=\"name\">",
 			a->allocs, a->frees, a->req, a->usable, report_frag(a->req, a->usable), a->live_req, a->live_n,
 			a->xcpu, a->xthread);
-		if (by == 1 && a->key != STACK_NONE) {
+		/* A stack's row unfolds into its frames. */
+		int frames = by == 1 && a->key != STACK_NONE;
+		if (frames)
 			fprintf(o, "<details><summary>");
-			esc(o, a->name);
-			fprintf(o, " <span class=\"fam\">[");
-			esc(o, fams);
-			fprintf(o, "]</span></summary>");
+		esc(o, a->name);
+		fprintf(o, " <span class=\"fam\">[");
+		esc(o, fams);
+		fprintf(o, "]</span>");
+		if (frames) {
+			fprintf(o, "</summary>");
 			stack_frames(o, ctx, sf, (uint32_t)a->key);
 			fprintf(o, "</details>");
-		} else {
-			esc(o, a->name);
-			fprintf(o, " <span class=\"fam\">[");
-			esc(o, fams);
-			fprintf(o, "]</span>");
 		}
 		fprintf(o, "</td></tr>\n");
 	}
