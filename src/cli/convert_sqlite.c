@@ -989,19 +989,8 @@ static int put_threads(struct conv *c)
 		r = step(c, st);
 	}
 	free(names);
-	for (size_t i = 0; i <= c->tids.cap && !r; i++) {
-		uint64_t tid, n;
-		if (i == c->tids.cap) {
-			if (!c->tids.has0)
-				break;
-			tid = 0;
-			n = c->tids.v0;
-		} else {
-			if (!c->tids.k[i])
-				continue;
-			tid = c->tids.k[i];
-			n = c->tids.v[i];
-		}
+	uint64_t tid, n;
+	for (size_t pos = 0; !r && u64map_next(&c->tids, &pos, &tid, &n);) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)tid);
 		const char *comm = tid ? rd_trace_comm(c->t, (uint32_t)tid) : NULL;
 		if (comm) {
@@ -1103,15 +1092,8 @@ static int put_sites(struct conv *c, struct sym_ctx *ctx)
 	if (!st)
 		return -1;
 	int r = 0;
-	for (size_t i = 0; i <= c->sites.cap && !r; i++) {
-		uint64_t site;
-		if (i == c->sites.cap) {
-			if (!c->sites.has0)
-				break;
-			site = 0;
-		} else if (!(site = c->sites.k[i])) {
-			continue;
-		}
+	uint64_t site, uses;
+	for (size_t pos = 0; !r && u64map_next(&c->sites, &pos, &site, &uses);) {
 		struct sym_result s;
 		char name[SYM_NAME_MAX + PATH_MAX + 64];
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)site);

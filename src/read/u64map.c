@@ -114,14 +114,23 @@ int u64map_del(struct u64map *m, uint64_t key)
 	return 1;
 }
 
-int u64map_each(const struct u64map *m, int (*fn)(uint64_t key, uint64_t *val, void *arg), void *arg)
+int u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, uint64_t *val)
 {
-	int r;
-	if (m->has0 && (r = fn(0, (uint64_t *)&m->v0, arg)) != 0)
-		return r;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->k[i] && (r = fn(m->k[i], &m->v[i], arg)) != 0)
-			return r;
+	while (*pos < m->cap) {
+		size_t i = (*pos)++;
+		if (m->k[i]) {
+			*key = m->k[i];
+			*val = m->v[i];
+			return 1;
+		}
+	}
+	/* Key 0, beside the table, comes last. */
+	if (*pos == m->cap && m->has0) {
+		(*pos)++;
+		*key = 0;
+		*val = m->v0;
+		return 1;
+	}
 	return 0;
 }
 

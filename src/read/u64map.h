@@ -61,9 +61,9 @@ uint64_t *u64map_put(struct u64map *m, uint64_t key, int *created);
 /* Removes key; 1 if it was there. */
 int u64map_del(struct u64map *m, uint64_t key);
 
-/* Visits every entry (key 0 first), in no particular order; stops at the
- * first non-zero return of fn and returns it. */
-int u64map_each(const struct u64map *m, int (*fn)(uint64_t key, uint64_t *val, void *arg), void *arg);
+/* Walks the entries, in no particular order: start with *pos = 0; each
+ * call gives the next entry and returns 1, then 0 at the end. */
+int u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, uint64_t *val);
 
 void u64map_free(struct u64map *m);
 
