@@ -112,7 +112,9 @@ finish "--aggregate --stacks on C++: counters per stack, new and new[], the mism
 # ---- ringtrace top on a running program ----------------------------------------
 begin
 if have "$RT" "$MP" "$MEMLIB"; then
-	"$RT" record --mem --aggregate -o h1 -- "$MP" hold 100 1000 >h1.out 2>h1.err &
+	# On one CPU: the blocks are freed after a wait for a signal, and a
+	# program woken on the other CPU would free them all cross-CPU.
+	taskset -c 0 "$RT" record --mem --aggregate -o h1 -- "$MP" hold 100 1000 >h1.out 2>h1.err &
 	rec=$!
 	for _ in $(seq 100); do grep -q holding h1.out && break; sleep 0.1; done
 	HOLD_PID=$(awk '/^holding/ { print $2 }' h1.out)
