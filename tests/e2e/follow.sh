@@ -140,6 +140,7 @@ if have "$RT" "$FT" "$MEMLIB"; then
 	if [ -z "$e" ]; then
 		why "no trace of the exec'ed program"
 		while IFS= read -r l; do why "$l"; done < <(ls "$T/exec.t/children" 2>&1)
+		show "$T/exec.err1" 8
 	else
 		eq "exec'ed program's allocations" "$(rows "$e" | tr '\n' ' ')" "exec_work 37 30 "
 		eq "followed as" "$(kind "$e")" exec
