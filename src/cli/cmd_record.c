@@ -1938,16 +1938,25 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 		uint32_t req = __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
 		if (req != seen) {
 			/* Requests that came meanwhile are served by this one. */
+			uint32_t nreq = req - seen;
 			seen = req;
-			/* Label it with the trigger if one fired since the last. */
+			/*
+			 * Label it with the trigger if one fired since the last.
+			 * A trigger counts snap_trig before snap_req (release,
+			 * pairs with our acquire load of snap_req), so trig may
+			 * already count a trigger whose request we have not
+			 * seen yet: take at most as many triggers as requests,
+			 * and leave the rest to label the next snapshot.
+			 */
 			uint32_t trig = __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
+			uint32_t ntrig = trig - seen_trig;
 			char label[300];
-			if (trig != seen_trig)
+			if (ntrig)
 				snprintf(label, sizeof(label), "%.*s", (int)sizeof(h->b->trigger),
 					 h->b->trigger[0] ? h->b->trigger : "trigger");
 			else
 				snprintf(label, sizeof(label), "ringtrace_snapshot()");
-			seen_trig = trig;
+			seen_trig += ntrig < nreq ? ntrig : nreq;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
 			int k = dead ? 1 : snapshot_one(h, dir, label, &live, &spare);
