@@ -1376,7 +1376,7 @@ out:
  * (any with root) are followed. One thread receives them; each followed
  * process then gets a thread that does what `record -p` does (control
  * block, buffers mapped through /proc/PID/fd/N, reader claimed), wakes it
- * (it waits for us 100 ms at most), and records it into
+ * (it waits for us 1 s at most), and records it into
  * DIR/children/PID-NAME until it exits or execs (the new program is a
  * trace of its own). Its summary line is printed when it ends.
  *
@@ -1665,6 +1665,11 @@ static void follow_end(struct rec *r, unsigned linger_ms)
 		struct follow_sess *s = f->sessions;
 		f->sessions = s->next;
 		pthread_join(s->th, NULL);
+		/* A session that ended at an exec left the block to the new
+		 * image (ctl_remove_if_stale() keeps a running process's);
+		 * if that image did not use libringtrace and has exited
+		 * since, the block goes now. */
+		ctl_remove_if_stale(s->pid);
 		free(s);
 	}
 	close(f->fd);

@@ -514,5 +514,15 @@ int ctl_remove_if_stale(pid_t pid)
 	}
 	if (r != -ESRCH)
 		return 0; /* damaged or foreign: leave it for a human */
+	/*
+	 * Stale, but a process still runs with this pid (it exec'ed, or the
+	 * pid was reused): it may put a block of its own at this path at any
+	 * moment (agent.c publish(): unlink, then create), and our unlink
+	 * could take that one instead. Only a dead process's block goes (a
+	 * zombie runs no code); `ringtrace ps --clean` removes the others.
+	 */
+	int state = ctl_proc_state(pid);
+	if (state && state != 'Z' && state != 'X')
+		return 0;
 	return unlink(path) == 0 ? 1 : -errno;
 }

@@ -33,8 +33,10 @@ int ctl_resolve(const char *spec, pid_t *ret, char *err, size_t errlen);
  * or exec'ed into another program). */
 int ctl_is_stale(const struct ctl_block *b);
 
-/* Remove the block of `pid` if it is stale (its program died without
- * removing it); 1 if removed, 0 if there is none or it is live. */
+/* Remove the block of `pid` if it is stale and its program died without
+ * removing it; 1 if removed, 0 if there is none, it is live, or a process
+ * still runs with that pid (one that exec'ed: its new image may be
+ * replacing the block). */
 int ctl_remove_if_stale(pid_t pid);
 
 /* Every block in CTL_DIR: fn(pid, path, stale?, arg) for each file name
