@@ -25,6 +25,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# has_trigger DIR TEXT: DIR's env block names TEXT as what took it (a
+# request the program made just before exiting is served from its live
+# buffers, its label ending in ", at exit").
+has_trigger() {
+	grep -Fq "ringtrace_snapshot_trigger = \"$2\";" "$1/metadata" ||
+		grep -Fq "ringtrace_snapshot_trigger = \"$2, at exit\";" "$1/metadata"
+}
+
 # snap_stat PID: virtual size, descriptors and mappings of a process.
 snap_stat() {
 	echo "size=$(awk '/^VmSize:/ { print $2 }' "/proc/$1/status") fds=$(ls "/proc/$1/fd" | wc -l) maps=$(wc -l <"/proc/$1/maps")"
@@ -141,7 +149,7 @@ if have "$FLIGHT"; then
 		# machine may serve the request after it went on).
 		grep -q "fl:error: i=$((k * 10000 - 1))\$" fr1.$k.dump ||
 			{ why "snapshot-$k lacks the error i=$((k * 10000 - 1))"; show fr1.$k.dump 2; }
-		grep -q 'ringtrace_snapshot_trigger = "ringtrace_snapshot()";' fr1/snapshot-$k/metadata ||
+		has_trigger fr1/snapshot-$k 'ringtrace_snapshot()' ||
 			why "snapshot-$k: no trigger in the env block"
 	done
 	# Without a recorder nobody serves the request: ringtrace_snapshot() says so.
@@ -233,7 +241,7 @@ if have "$FLIGHT"; then
 		"$RT" dump tr1/snapshot-$k >tr1.$k.dump 2>&1 || { why "snapshot-$k does not dump"; continue; }
 		grep -q "fl:req: path=\"/a\" i=$((k * 1000 - 1)) status=503\$" tr1.$k.dump ||
 			{ why "snapshot-$k lacks the request i=$((k * 1000 - 1)) that fired it"; show tr1.$k.dump 2; }
-		grep -q 'ringtrace_snapshot_trigger = "fl:req if status >= 500";' tr1/snapshot-$k/metadata ||
+		has_trigger tr1/snapshot-$k 'fl:req if status >= 500' ||
 			why "snapshot-$k: the trigger is not in the env block"
 	done
 	"$RT" record --flight-recorder --snapshot-on 'fl:req if status == 503' --min-interval 60000 -o tr2 -- \
@@ -266,7 +274,8 @@ if have "$FLIGHT"; then
 		[ -d "$d" ] || continue
 		"$RT" dump "$d" >tl.dump 2>&1
 		grep -q 'status=503$' tl.dump || { why "$d holds no 503"; show tl.dump 2; }
-		grep -q 'ringtrace_snapshot_trigger = "fl:req if status == 503";' "$d/metadata" || why "$d: no trigger label"
+		has_trigger "$d" 'fl:req if status == 503' ||
+			why "$d: not labelled with the trigger: $(grep -h ringtrace_snapshot_trigger "$d/metadata")"
 	done
 fi
 finish "a trigger armed on a running program (snapshot-enable --snapshot-on) and served by snapshot --watch"
