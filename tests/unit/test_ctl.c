@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -167,12 +169,72 @@ static void test_damaged_blocks(void **state)
 	assert_int_equal(ctl_resolve("no-such-program-name", &none, err, sizeof(err)), -ESRCH);
 }
 
+/* A stale block with this pid, well formed (start time 1: not ours). */
+static void write_stale_block(pid_t pid)
+{
+	char *m = calloc(1, CTL_TOTAL);
+	assert_non_null(m);
+	struct ctl_block *b = (struct ctl_block *)(void *)m;
+	b->magic = CTL_MAGIC;
+	b->version = CTL_VERSION;
+	b->header_size = sizeof(*b);
+	b->total_size = CTL_TOTAL;
+	b->reg_off = CTL_REG_OFF;
+	b->reg_size = CTL_REG_SIZE;
+	b->en_off = CTL_EN_OFF;
+	b->en_count = CTL_MAX_IDS;
+	b->pid = (uint32_t)pid;
+	b->start_time = 1;
+	snprintf(path, sizeof(path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
+	write_block(m, CTL_TOTAL);
+	free(m);
+}
+
+/*
+ * ctl_remove_if_stale() removes the block of a dead process (a zombie
+ * included) and never that of a process that runs: one that exec'ed may
+ * be putting its new block at the same path, and a check-then-unlink
+ * would take it (a followed exec'ed program once lost its trace so).
+ */
+static void test_remove_if_stale(void **state)
+{
+	(void)state;
+	struct stat st;
+	/* This process runs: its stale block stays. */
+	write_stale_block(getpid());
+	assert_int_equal(ctl_remove_if_stale(getpid()), 0);
+	assert_int_equal(lstat(path, &st), 0);
+	unlink(path);
+
+	/* A zombie: removed. */
+	pid_t z = fork();
+	assert_true(z >= 0);
+	if (z == 0)
+		_exit(0);
+	for (int i = 0; i < 2000 && ctl_proc_state(z) != 'Z'; i++)
+		usleep(1000);
+	assert_int_equal(ctl_proc_state(z), 'Z');
+	write_stale_block(z);
+	assert_int_equal(ctl_remove_if_stale(z), 1);
+	assert_int_equal(lstat(path, &st), -1);
+
+	/* Reaped: removed. */
+	assert_int_equal(waitpid(z, NULL, 0), z);
+	write_stale_block(z);
+	assert_int_equal(ctl_remove_if_stale(z), 1);
+	assert_int_equal(lstat(path, &st), -1);
+
+	/* Nothing there: nothing done. */
+	assert_int_equal(ctl_remove_if_stale(z), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_patterns),
 		cmocka_unit_test(test_log),
 		cmocka_unit_test(test_damaged_blocks),
+		cmocka_unit_test(test_remove_if_stale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
