@@ -177,13 +177,21 @@ elif fault == 'cut-content':
     where = (last['off'] + 56, len(ps) - 1)
 elif fault == 'ts-back':
     # An extended event (full 64-bit time) put just before the record
-    # that precedes it.
-    for k, p in enumerate(ps):
-        recs = records(data, p, ev)
-        for i in range(1, len(recs)):
-            if recs[i][3] and recs[i - 1][2] > p['begin'] + 1:
-                put(data, recs[i][0] + 5, '<Q', recs[i - 1][2] - 1)
-                where = (recs[i][0], k)
+    # that precedes it, in the first stream file that has such a pair
+    # (the program may have moved between CPUs).
+    for f in [best] + [f for f in files if f != best]:
+        path = os.path.join(d, f)
+        data = bytearray(open(path, 'rb').read())
+        ps = packets(data)
+        best = f
+        for k, p in enumerate(ps):
+            recs = records(data, p, ev)
+            for i in range(1, len(recs)):
+                if recs[i][3] and recs[i - 1][2] > p['begin'] + 1:
+                    put(data, recs[i][0] + 5, '<Q', recs[i - 1][2] - 1)
+                    where = (recs[i][0], k)
+                    break
+            if where:
                 break
         if where:
             break
