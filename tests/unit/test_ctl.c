@@ -106,6 +106,20 @@ static void write_block(const void *data, size_t len)
 	close(fd);
 }
 
+/* The header of a well-formed block of this version for pid. */
+static void valid_header(struct ctl_block *b, pid_t pid)
+{
+	b->magic = CTL_MAGIC;
+	b->version = CTL_VERSION;
+	b->header_size = sizeof(*b);
+	b->total_size = CTL_TOTAL;
+	b->reg_off = CTL_REG_OFF;
+	b->reg_size = CTL_REG_SIZE;
+	b->en_off = CTL_EN_OFF;
+	b->en_count = CTL_MAX_IDS;
+	b->pid = (uint32_t)pid;
+}
+
 static void test_damaged_blocks(void **state)
 {
 	(void)state;
@@ -136,13 +150,8 @@ static void test_damaged_blocks(void **state)
 	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EPROTO);
 
 	/* Valid layout but offsets moved, or another pid inside. */
-	b->version = CTL_VERSION;
-	b->total_size = CTL_TOTAL;
+	valid_header(b, getpid());
 	b->reg_off = CTL_REG_OFF + 8;
-	b->reg_size = CTL_REG_SIZE;
-	b->en_off = CTL_EN_OFF;
-	b->en_count = CTL_MAX_IDS;
-	b->pid = (uint32_t)getpid();
 	write_block(junk, CTL_TOTAL);
 	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
 	b->reg_off = CTL_REG_OFF;
@@ -175,15 +184,7 @@ static void write_stale_block(pid_t pid)
 	char *m = calloc(1, CTL_TOTAL);
 	assert_non_null(m);
 	struct ctl_block *b = (struct ctl_block *)(void *)m;
-	b->magic = CTL_MAGIC;
-	b->version = CTL_VERSION;
-	b->header_size = sizeof(*b);
-	b->total_size = CTL_TOTAL;
-	b->reg_off = CTL_REG_OFF;
-	b->reg_size = CTL_REG_SIZE;
-	b->en_off = CTL_EN_OFF;
-	b->en_count = CTL_MAX_IDS;
-	b->pid = (uint32_t)pid;
+	valid_header(b, pid);
 	b->start_time = 1;
 	snprintf(path, sizeof(path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
 	write_block(m, CTL_TOTAL);
