@@ -1799,21 +1799,56 @@ static void follow_rings(struct ctl_handle *h, struct ctl_ring *live, struct ctl
 	}
 }
 
-/* One snapshot of the program open in *h, written to outdir (NULL: the
+/*
+ * Did the program swap its buffers once since the watcher mapped `old` as
+ * its live ones, for us (no other controller holds the swapped-out ones)?
+ * Then `old` maps what the snapshot holds, even if the program is gone.
+ */
+static int swapped_since(struct ctl_handle *h, const struct ctl_ring *old)
+{
+	/* Pairs with the program's release stores of snap_state and ring_gen. */
+	uint32_t state = __atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE);
+	if (state == CTL_SNAP_HELD && h->b->snap_holder != (uint32_t)getpid())
+		return 0;
+	return old->rb && __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE) == old->gen + 1;
+}
+
+/*
+ * One snapshot of the program open in *h, written to outdir (NULL: the
  * default name). 0, or 1 after a message. A watcher passes its live and
- * spare mappings (follow_rings()), others NULL. */
+ * spare mappings (follow_rings()) and `w`, others NULL: w->swapped says
+ * whether the program swapped its buffers (if not, what it committed is
+ * still in the live ones), w->served the count of requests made before
+ * the swap (their events are in this snapshot).
+ */
+struct snap_watch_out {
+	int swapped;
+	uint32_t served;
+};
+
 static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger, struct ctl_ring *live,
-			struct ctl_ring *spare)
+			struct ctl_ring *spare, struct snap_watch_out *w)
 {
 	char err[512], msg[CTL_MSG];
 	pid_t pid = h->pid;
 	int k = ctl_request(h, CTL_OP_SNAPSHOT, (uint64_t)getpid(), 0, NULL, 0, 5000, msg, sizeof(msg));
-	if (k < 0) {
+	/* A program that exits may have swapped and been gone before it
+	 * answered: the buffers it swapped out are the snapshot. */
+	int late = k < 0 && live && swapped_since(h, live);
+	if (k < 0 && !late) {
 		fprintf(stderr, SPFX "process %d: %s\n", (int)pid, *msg ? msg : strerror(-k));
 		return 1;
 	}
-	if (*msg)
+	if (k >= 0 && *msg)
 		fprintf(stderr, SPFX "%s\n", msg);
+	if (w) {
+		w->swapped = 1;
+		/* Published before the answer (release store of snap_state in
+		 * the program): the count of this swap, not of a later one,
+		 * since the buffers are ours until we give them back. */
+		if (k >= 0)
+			w->served = __atomic_load_n(&h->b->snap_served, __ATOMIC_ACQUIRE);
+	}
 	/* A watcher's mapping of the buffers just swapped out (the held ones,
 	 * if no other swap came between), kept until they are written: if
 	 * the program exits before we open them through /proc, these are
@@ -1824,15 +1859,15 @@ static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *tr
 		memset(live, 0, sizeof(*live));
 		follow_rings(h, live, spare);
 	}
-	uint32_t no = (uint32_t)k;
+	uint32_t no = k >= 0 ? (uint32_t)k : __atomic_load_n(&h->b->snap_count, __ATOMIC_ACQUIRE);
 	struct ctl_ring ring;
 	int status = 1;
-	if (ctl_snap_open(h, &ring, err, sizeof(err)) == 0)
+	if (k >= 0 && ctl_snap_open(h, &ring, err, sizeof(err)) == 0)
 		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger, kill(pid, 0) == 0);
-	else if (old.rb && __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE) == old.gen + 1 && proc_fds_gone(pid))
+	else if (swapped_since(h, &old))
 		status = write_region(pid, h->b->comm, &old, outdir, no, trigger, 0);
 	else
-		fprintf(stderr, SPFX "%s\n", err);
+		fprintf(stderr, SPFX "%s\n", k >= 0 ? err : "the buffers it swapped out are out of reach");
 	ctl_ring_close(&old);
 	/* The program alive or not: a dead one needs nothing back. */
 	if (kill(pid, 0) == 0 && !ctl_is_stale(h->b)) {
@@ -1964,8 +1999,18 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 			seen_trig += ntrig < nreq ? ntrig : nreq;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
-			int k = dead ? 1 : snapshot_one(h, dir, label, &live, &spare);
-			if (k != 0 && (dead || gone(h->pid, child))) {
+			struct snap_watch_out w = { 0, seen };
+			int k = dead ? 1 : snapshot_one(h, dir, label, &live, &spare, &w);
+			/* Requests made while we were getting to the swap are
+			 * served by it (their events are in this snapshot), and
+			 * so are their triggers, as many as there are. */
+			if ((int32_t)(w.served - seen) > 0) {
+				uint32_t extra = w.served - seen;
+				seen = w.served;
+				uint32_t more = __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE) - seen_trig;
+				seen_trig += more < extra ? more : extra;
+			}
+			if (k != 0 && !w.swapped && (dead || gone(h->pid, child))) {
 				/* It asked and then exited (or died) before the
 				 * swap: what its live buffers hold is the snapshot. */
 				snprintf(label + strlen(label), sizeof(label) - strlen(label), ", at exit");
@@ -2068,7 +2113,7 @@ int cmd_snapshot(int argc, char **argv)
 	}
 	int status = 0;
 	if (!count && !watch) {
-		status = snapshot_one(&h, outdir, "command", NULL, NULL);
+		status = snapshot_one(&h, outdir, "command", NULL, NULL, NULL);
 	} else if (mkdir(outdir, 0755) < 0 && !(errno == EEXIST && dir_is_empty(outdir))) {
 		fprintf(stderr, SPFX "cannot create '%s': %s\n", outdir,
 			errno == EEXIST ? "exists and is not empty" : strerror(errno));
@@ -2095,7 +2140,7 @@ int cmd_snapshot(int argc, char **argv)
 		for (long n = 1; n <= count && !got_term; n++) {
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, n);
-			if ((status = snapshot_one(&h, dir, "command", NULL, NULL)) != 0)
+			if ((status = snapshot_one(&h, dir, "command", NULL, NULL, NULL)) != 0)
 				break;
 			uint64_t next = t0 + (uint64_t)(n * interval), now = mono_ms();
 			if (n < count && next > now) {

@@ -33,7 +33,7 @@
 #include <sys/types.h>
 
 #define CTL_MAGIC        0x4c544354474e4952ull /* "RINGTCTL" */
-#define CTL_VERSION      3
+#define CTL_VERSION      4
 #define CTL_DIR          "/dev/shm"
 #define CTL_PREFIX       "ringtrace.ctl."
 #define CTL_REG_SIZE     (256u * 1024)   /* registry log (sparse) */
@@ -134,6 +134,9 @@ struct ctl_block {
 	/* Of those, the ones a trigger posted (--snapshot-on), and the
 	 * trigger's text (NUL-terminated, empty when none is armed). */
 	uint32_t snap_trig;
+	/* snap_req as the last snapshot's swap found it: the requests made
+	 * before the swap, whose events it holds, are served by it. */
+	uint32_t snap_served;
 	/* Futex: the flight recorder's pid once it watches the block; the
 	 * program's start waits for it (100 ms at most) so that no request
 	 * comes before anybody serves it. */

@@ -593,6 +593,11 @@ static int cmd_snapshot(pid_t holder)
 		answer("pid %d reads the live buffers (record -p or show): stop it first", (int)region_reader(&cur));
 		return -EBUSY;
 	}
+	/* The requests counted by now were posted after their events were
+	 * committed (acquire, pairs with the release add in
+	 * agent_request_snapshot()): those events are in the buffers we
+	 * swap out, so this snapshot serves those requests. */
+	uint32_t served = __atomic_load_n(&ctl->snap_req, __ATOMIC_ACQUIRE);
 	struct region old = cur;
 	uint64_t t0 = ringtrace__clock_monotonic();
 	cur = spare;
@@ -610,6 +615,7 @@ static int cmd_snapshot(pid_t holder)
 	if (g == 0)
 		rb_flush_quiescent(spare.rb);
 	uint32_t n = ++ctl->snap_count;
+	ctl->snap_served = served; /* published by publish_snap()'s release store */
 	publish_snap(CTL_SNAP_HELD, holder);
 	if (g < 0)
 		answer("snapshot %u; a thread was still inside a tracepoint: its last event may be cut", n);
