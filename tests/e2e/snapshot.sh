@@ -342,6 +342,46 @@ fi
 finish "record -p PID --snapshot: the flight recorder on a running program, which is left as it was found"
 
 begin
+HOLD=$BUILD/tests/tools/ctlhold
+if have "$FLIGHT" "$HOLD"; then
+	# Requests made before the swap are served by it. The mailbox is held
+	# (as by a slow controller) from before the program's first request
+	# until its second one is posted, so the watcher's swap comes after
+	# both: one snapshot holding both steps, not a second one holding
+	# neither.
+	rm -f go
+	"$FLIGHT" pair 300 >pp.out 2>&1 &
+	PP=$!
+	PIDS+=("$PP")
+	ready $PP
+	"$RT" record -p $PP --snapshot -o pp >pp.rec 2>&1 &
+	PR=$!
+	PIDS+=("$PR")
+	for _ in $(seq 200); do grep -q 'go to pp' pp.rec && break; sleep 0.05; done
+	sleep 0.2
+	"$HOLD" $PP >hold.out 2>&1 &
+	HP=$!
+	PIDS+=("$HP")
+	for _ in $(seq 200); do grep -q held hold.out && break; sleep 0.05; done
+	grep -q held hold.out || { why "the mailbox was not taken"; show hold.out; }
+	touch go
+	for _ in $(seq 400); do grep -q 'second request' pp.out && break; sleep 0.05; done
+	kill $HP
+	wait $HP
+	eq "ctlhold status" "$?" 0
+	eq "requests" "$(grep -o 'second request.*' pp.out)" "second request 0 0"
+	wait $PR
+	eq "recorder status" "$?" 0
+	wait $PP
+	eq "program status" "$?" 0
+	eq "snapshots" "$(ls pp 2>/dev/null | tr '\n' ' ')" "snapshot-1 "
+	"$RT" dump pp/snapshot-1 >pp.dump 2>&1 || why "the snapshot does not dump"
+	eq "steps in the snapshot" "$(grep -o 'fl:step: .*' pp.dump | tr '\n' ' ')" "fl:step: i=1 fl:step: i=2 "
+	rm -f go
+fi
+finish "requests made before the swap are served by it, none by an extra snapshot"
+
+begin
 if have "$SERVER"; then
 	"$SERVER" >rs.out 2>&1 &
 	RSP=$!

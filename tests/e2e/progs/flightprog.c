@@ -15,6 +15,11 @@
  *   flightprog exitreq N  fires N steps, asks for a snapshot and exits 3 at
  *                         once (the request must not be lost).
  *   flightprog kill N     fires N steps, then kills itself with SIGKILL.
+ *   flightprog pair MS    once the file "go" exists in the current
+ *                         directory: fl:step 1, a request, MS ms, fl:step 2,
+ *                         a request, then prints "second request" and
+ *                         exits 0 after MS ms more (the recorder is kept
+ *                         from swapping by the test meanwhile).
  *   flightprog run MS     fires steps (one per 10 us) for MS milliseconds,
  *                         printing "rss_kb K" (VmRSS) every 500 ms; exits 0.
  */
@@ -106,6 +111,20 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		kill(getpid(), SIGKILL);
 		return 1;
+	}
+	if (!strcmp(argv[1], "pair")) {
+		struct timespec d = { (time_t)(n / 1000), (long)(n % 1000) * 1000000L }, p = { 0, 10000000 };
+		while (access("go", F_OK) != 0)
+			nanosleep(&p, NULL);
+		ringtrace_tracepoint(fl, step, 1);
+		int a = ringtrace_snapshot();
+		nanosleep(&d, NULL);
+		ringtrace_tracepoint(fl, step, 2);
+		int b = ringtrace_snapshot();
+		printf("second request %d %d\n", a, b);
+		fflush(stdout);
+		nanosleep(&d, NULL);
+		return 0;
 	}
 	if (!strcmp(argv[1], "run")) {
 		uint64_t t0 = now_ms(), next = t0 + 500;
