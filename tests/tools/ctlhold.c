@@ -42,13 +42,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ctlhold: %s\n", err);
 		return 1;
 	}
+	/* Blocked until sigsuspend(): a signal that comes between the check
+	 * of `stop` and the wait is not missed. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	struct sigaction sa = { 0 };
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	uint32_t me = (uint32_t)getpid();
 	int got = 0;
-	for (int i = 0; i < 500 && !got && !stop; i++) {
+	for (int i = 0; i < 500 && !got; i++) {
 		uint32_t free_ = 0;
 		/* Acquire, as ctl_request() takes it. */
 		got = __atomic_compare_exchange_n(&h.b->cmd_lock, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
@@ -65,7 +72,7 @@ int main(int argc, char **argv)
 	printf("held\n");
 	fflush(stdout);
 	while (!stop)
-		pause();
+		sigsuspend(&old);
 	/* Release, as ctl_request() gives it back. */
 	__atomic_compare_exchange_n(&h.b->cmd_lock, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	ctl_close(&h);
