@@ -1813,18 +1813,19 @@ static int swapped_since(struct ctl_handle *h, const struct ctl_ring *old)
 	return old->rb && __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE) == old->gen + 1;
 }
 
+/* What a watcher learns from snapshot_one(). */
+struct snap_watch_out {
+	int swapped;     /* the program swapped (if not, what it committed is
+			  * still in its live buffers) */
+	uint32_t served; /* requests made before the swap: their events are
+			  * in this snapshot */
+};
+
 /*
  * One snapshot of the program open in *h, written to outdir (NULL: the
  * default name). 0, or 1 after a message. A watcher passes its live and
- * spare mappings (follow_rings()) and `w`, others NULL: w->swapped says
- * whether the program swapped its buffers (if not, what it committed is
- * still in the live ones), w->served the count of requests made before
- * the swap (their events are in this snapshot).
+ * spare mappings (follow_rings()) and `w`, others NULL.
  */
-struct snap_watch_out {
-	int swapped;
-	uint32_t served;
-};
 
 static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger, struct ctl_ring *live,
 			struct ctl_ring *spare, struct snap_watch_out *w)

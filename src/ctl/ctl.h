@@ -138,7 +138,7 @@ struct ctl_block {
 	 * before the swap, whose events it holds, are served by it. */
 	uint32_t snap_served;
 	/* Futex: the flight recorder's pid once it watches the block; the
-	 * program's start waits for it (100 ms at most) so that no request
+	 * program's start waits for it (1 s at most) so that no request
 	 * comes before anybody serves it. */
 	uint32_t watcher;
 	char trigger[256];
