@@ -46,11 +46,11 @@ LDFLAGS  += $(SANFLAGS)
 LDLIBS   := -lpthread
 
 # Code that runs inside the traced program.
-LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c) src/stackmap/stackmap.c \
-             src/ctl/ctl_common.c
+LIB_SRC   := $(filter-out src/common/outdir.c,$(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)) \
+             src/stackmap/stackmap.c src/ctl/ctl_common.c
 # Everything else the command needs (exports print; the library never does).
 TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
-             src/ctl/ctl_client.c
+             src/ctl/ctl_client.c src/common/outdir.c
 CLI_SRC   := $(wildcard src/cli/*.c)
 # Libraries the shared library and the command link with (fragments add).
 LIB_LIBS  :=
@@ -135,7 +135,7 @@ $(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11
 build-fuzz/%: tests/fuzz/%.c $(TOOL_SRC) $(wildcard src/common/*.c src/stackmap/*.c src/ctf/*.h src/read/*.h src/common/*.h src/stackmap/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(wildcard src/common/*.c) src/stackmap/stackmap.c src/stackmap/maplog.c src/ctl/ctl_common.c src/ringbuf/rb_shm.c $(TOOL_LIBS) -ldl -lpthread
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(filter-out $(TOOL_SRC),$(wildcard src/common/*.c)) src/stackmap/stackmap.c src/stackmap/maplog.c src/ctl/ctl_common.c src/ringbuf/rb_shm.c $(TOOL_LIBS) -ldl -lpthread
 
 tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
 .PHONY: tests-build
