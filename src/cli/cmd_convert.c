@@ -40,6 +40,7 @@
 #include "read/reader.h"
 #include "read/u64map.h"
 #include "stackmap/stack_files.h"
+#include "common/outdir.h"
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace convert: "
@@ -59,13 +60,21 @@ static void usage(FILE *f)
 		   "  --weight W       with --folded: events (default), or bytes allocated (--mem traces)\n"
 		   "  -o FILE          where to write (default: standard output, except sqlite)\n"
 		   "  --debug-dir D    separate debug files (.build-id/xx/yyyy.debug), for --folded\n"
+		   "  --allow-shared-dir  write FILE even if its directory is another user's, or\n"
+		   "                   others may write into it (see docs/security.md)\n"
+		   "FILE is written under a temporary name and renamed into place at the end.\n"
 		   "See docs/convert.md.\n");
 }
 
 /* ---- output ------------------------------------------------------------------- */
 
+/* OUTDIR_ALLOW_SHARED when --allow-shared-dir was given. */
+static unsigned out_flags;
+
 struct sink {
 	FILE *f;
+	struct outfile of;           /* a file: written as a temporary, renamed at the end */
+	int is_file;
 	const char *path;            /* for messages: the file, or "standard output" */
 	struct ctf_buf b;
 	int err;                     /* errno of the first failed write, or ENOMEM */
@@ -96,13 +105,20 @@ static int sink_open(struct sink *s, const char *path)
 		s->path = "standard output";
 		return 0;
 	}
-	s->f = fopen(path, "w");
+	char why[512];
 	s->path = path;
-	if (!s->f) {
-		fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
+	int k = outfile_open(&s->of, path, out_flags, 0666, why, sizeof(why));
+	if (k == 0 && !(s->f = outdir_tmp_fdopen(&s->of.t, "w"))) {
+		k = -errno;
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+		outfile_abort(&s->of);
+	}
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot create '%s': %s\n", path, why);
 		ctf_buf_free(&s->b);
 		return -1;
 	}
+	s->is_file = 1;
 	return 0;
 }
 
@@ -112,8 +128,13 @@ static int sink_close(struct sink *s)
 	sink_flush(s);
 	if (fflush(s->f) != 0 && !s->err)
 		s->err = errno ? errno : EIO;
-	if (s->f != stdout && fclose(s->f) != 0 && !s->err)
-		s->err = errno ? errno : EIO;
+	if (s->is_file && s->err) {
+		outfile_abort(&s->of);
+	} else if (s->is_file) {
+		int k = outfile_commit(&s->of, 0);
+		if (k < 0)
+			s->err = -k;
+	}
 	ctf_buf_free(&s->b);
 	if (s->err) {
 		fprintf(stderr, PFX "cannot write %s: %s\n", s->path, strerror(s->err));
@@ -1299,6 +1320,10 @@ int cmd_convert(int argc, char **argv)
 			folded = 1;
 			continue;
 		}
+		if (opts && !strcmp(a, OUTDIR_ALLOW_OPT)) {
+			out_flags |= OUTDIR_ALLOW_SHARED;
+			continue;
+		}
 		if (opts && !strcmp(a, "--to"))
 			val = &to;
 		else if (opts && (!strcmp(a, "-o") || !strcmp(a, "--output")))
@@ -1359,7 +1384,7 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, PFX "--to sqlite needs -o FILE\n");
 			return 2;
 		}
-		return convert_sqlite(dir, out);
+		return convert_sqlite(dir, out, out_flags);
 	}
 	fprintf(stderr, PFX "unknown --to '%s' (chrome or sqlite)\n", to);
 	return 2;

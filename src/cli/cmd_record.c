@@ -47,6 +47,7 @@
 #include "read/reader.h"
 #include "stackmap/maplog.h"
 #include "stackmap/stack_files.h"
+#include "common/outdir.h"
 #include "stackmap/stackmap.h"
 #include "ctf/buf.h"
 #include "ringbuf/rb.h"
@@ -97,7 +98,10 @@ struct rec {
 	pid_t follow_ppid;           /* ... and its parent */
 	int follow_empty;            /* ... which recorded nothing: no trace kept */
 
-	char *outdir;
+	char *outdir;                /* as printed; set once odfd is open */
+	int odfd;                    /* the output directory, valid while outdir is set */
+	int outdir_at;               /* outdir_opt is relative to this ... */
+	int outdir_at_set;           /* ... when set (else the current directory) */
 	int outdir_created;          /* we made it: remove it if we fail early */
 	char *shm_path;
 	int shm_fd;                  /* passed to the program, unlinked at once */
@@ -132,6 +136,8 @@ struct rec {
 };
 
 static volatile sig_atomic_t got_term;
+/* OUTDIR_ALLOW_SHARED when --allow-shared-dir was given (one per command). */
+static unsigned out_flags;
 static volatile sig_atomic_t child_pid_for_signal;
 
 static void on_term(int sig)
@@ -158,6 +164,8 @@ static void usage(FILE *f)
 		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
 		"                     it exits, then detach (it runs on unaffected)\n"
 		"  -o DIR             output directory (default: ringtrace-PROGRAM-DATE-TIME)\n"
+		"  --allow-shared-dir write into DIR even if another user owns it or may write\n"
+		"                     into it (refused by default: see docs/security.md)\n"
 		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M, 8M with --mem;\n"
 		"                     K, M, G suffixes)\n"
 		"  --subbuffers N     sub-buffers per CPU, a power of two from 2 to 1024 (default 8)\n"
@@ -284,6 +292,11 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
+		if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
+			out_flags |= OUTDIR_ALLOW_SHARED;
+			i--;         /* no value */
+			continue;
+		}
 		if (!strcmp(a, "--follow-fork") || !strcmp(a, "--follow-exec")) {
 			if (a[9] == 'f')
 				r->follow_fork = 1;
@@ -455,21 +468,31 @@ static int dir_is_empty(const char *path)
 	return empty;
 }
 
+/*
+ * Create (or take, if empty) the output directory and open it once: every
+ * file of the trace is created relative to r->odfd (common/outdir.h).
+ */
 static int make_outdir(struct rec *r)
 {
+	char why[256];
 	if (r->outdir_opt) {
-		if (mkdir(r->outdir_opt, 0755) == 0)
-			r->outdir_created = 1;
-		else if (!(errno == EEXIST && dir_is_empty(r->outdir_opt))) {
-			if (errno == EEXIST)
-				fprintf(stderr, PFX "output directory '%s' exists and is not empty\n", r->outdir_opt);
-			else
-				fprintf(stderr, PFX "cannot create output directory '%s': %s\n", r->outdir_opt,
-					strerror(errno));
+		int at = r->outdir_at_set ? r->outdir_at : AT_FDCWD;
+		const char *name = r->outdir_opt, *slash = strrchr(name, '/');
+		if (at != AT_FDCWD && slash)
+			name = slash + 1;
+		int fd = outdir_open(at, name, OUTDIR_CREATE | OUTDIR_EMPTY | out_flags, &r->outdir_created,
+				     why, sizeof(why));
+		if (fd < 0) {
+			fprintf(stderr, PFX "output directory '%s' %s\n", r->outdir_opt, why);
 			return -1;
 		}
 		r->outdir = strdup(r->outdir_opt);
-		return r->outdir ? 0 : -1;
+		if (!r->outdir) {
+			close(fd);
+			return -1;
+		}
+		r->odfd = fd;
+		return 0;
 	}
 	char stamp[32];
 	time_t now = time(NULL);
@@ -484,15 +507,16 @@ static int make_outdir(struct rec *r)
 			       : asprintf(&path, "ringtrace-%s-%s-%d", base, stamp, n);
 		if (k < 0)
 			return -1;
-		if (mkdir(path, 0755) == 0) {
+		int fd = outdir_open(AT_FDCWD, path, OUTDIR_CREATE | OUTDIR_NEW | out_flags, NULL, why, sizeof(why));
+		if (fd >= 0) {
 			r->outdir = path;
+			r->odfd = fd;
 			r->outdir_created = 1;
 			return 0;
 		}
-		int e = errno;
 		free(path);
-		if (e != EEXIST) {
-			fprintf(stderr, PFX "cannot create an output directory: %s\n", strerror(e));
+		if (fd != -EEXIST) {
+			fprintf(stderr, PFX "cannot create an output directory: %s\n", why);
 			return -1;
 		}
 	}
@@ -509,12 +533,13 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 		return;
 	int *fd = &r->fds[pkt->cpu];
 	if (*fd < 0) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/stream_%u", r->outdir, pkt->cpu);
-		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		char name[32];
+		snprintf(name, sizeof(name), "stream_%u", pkt->cpu);
+		*fd = outdir_create(r->odfd, name, 0644);
 		if (*fd < 0) {
-			fprintf(stderr, PFX "cannot create '%s': %s; events from now on are not saved\n", path,
-				strerror(errno));
+			fprintf(stderr, PFX "cannot create '%s/%s': %s; events from now on are not saved\n", r->outdir,
+				name, strerror(-*fd));
+			*fd = -1;
 			r->write_failed = 1;
 			return;
 		}
@@ -798,24 +823,21 @@ static int write_metadata(struct rec *r, int final)
 		r->reg_changed = 0;
 		return ret;
 	}
-	char tmp[PATH_MAX], path[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", r->outdir);
-	snprintf(path, sizeof(path), "%s/metadata", r->outdir);
-	int ret = 0;
-	FILE *f = fopen(tmp, "we");
-	if (!f) {
+	/* Rewritten as the registry grows: a new file under a random name,
+	 * renamed over the old one, so a reader never sees half of it. */
+	struct outdir_tmp tf;
+	FILE *f = NULL;
+	int ret = outdir_tmp_open(&tf, r->odfd, "metadata", 0644);
+	if (ret == 0 && !(f = outdir_tmp_fdopen(&tf, "w")))
 		ret = -errno;
-	} else {
+	if (f)
 		ret = ctf_metadata_write(f, &t);
-		if (fclose(f) != 0 && ret == 0)
-			ret = -EIO;
-		if (ret == 0 && rename(tmp, path) < 0)
-			ret = -errno;
-		if (ret < 0)
-			unlink(tmp);
-	}
+	if (ret == 0)
+		ret = outdir_tmp_commit(&tf, 0);
+	else if (tf.fd >= 0 || tf.f)
+		outdir_tmp_abort(&tf);
 	if (ret < 0)
-		fprintf(stderr, PFX "cannot write '%s': %s\n", path, strerror(-ret));
+		fprintf(stderr, PFX "cannot write '%s/metadata': %s\n", r->outdir, strerror(-ret));
 	free(threads);
 	free(ev);
 	r->reg_changed = 0;
@@ -964,6 +986,8 @@ static void cleanup(struct rec *r)
 	}
 	free(r->events);
 	free(r->threads);
+	if (r->outdir)
+		close(r->odfd);
 	free(r->outdir);
 	ctl_close(&r->ctl);
 }
@@ -1032,7 +1056,7 @@ static int save_stacks(struct rec *r)
 	size_t nmaps = 0;
 	if (maplog_copy(log, log_size, &maps, &nmaps) < 0)
 		fprintf(stderr, PFX "the program's list of loaded objects is damaged: stacks will print as addresses\n");
-	k = stack_files_write(r->outdir, &map, maps, nmaps);
+	k = stack_files_write_at(r->odfd, &map, maps, nmaps);
 	free(maps);
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot write the stacks into '%s/stacks': %s\n", r->outdir, strerror(-k));
@@ -1078,7 +1102,7 @@ static void finish(struct rec *r, int salvage)
 	int meta_ok = write_metadata(r, 1) == 0;
 	if (save_stacks(r) < 0)
 		r->write_failed = 1;
-	if (r->aggregate && r->agg_fd >= 0 && agg_save(r->agg_fd, r->outdir) < 0)
+	if (r->aggregate && r->agg_fd >= 0 && agg_save(r->agg_fd, r->odfd, r->outdir) < 0)
 		r->write_failed = 1;
 
 	char extra[160] = "";
@@ -1430,35 +1454,45 @@ static void follow_env(const struct rec *r)
 /* DIR/children/PID-NAME (NAME with characters other than [A-Za-z0-9._-]
  * replaced; -2, -3... when taken: a program that executes one with the
  * same name). 0, or -1 after a message. */
-static int follow_outdir(struct rec *r, const char *top)
+static int follow_outdir(struct rec *r, const struct rec *top)
 {
-	char name[32], path[PATH_MAX];
+	char name[32], sub[64], path[PATH_MAX], why[256];
 	size_t i;
 	for (i = 0; r->comm[i] && i < sizeof(name) - 1; i++) {
 		unsigned char c = (unsigned char)r->comm[i];
 		name[i] = isalnum(c) || c == '.' || c == '_' || c == '-' ? (char)c : '_';
 	}
 	name[i] = 0;
-	snprintf(path, sizeof(path), "%s/children", top);
-	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
+	/* Inside the top directory, through its descriptor: made by us, so
+	 * the ownership checks pass unless someone else got there first. */
+	snprintf(path, sizeof(path), "%s/children", top->outdir);
+	int cfd = outdir_open(top->odfd, "children", OUTDIR_CREATE, NULL, why, sizeof(why));
+	if (cfd < 0) {
+		fprintf(stderr, PFX "'%s' %s\n", path, why);
 		return -1;
 	}
-	for (int n = 1; n < 1000; n++) {
+	int fd = -EEXIST;
+	for (int n = 1; n < 1000 && fd == -EEXIST; n++) {
 		if (n == 1)
-			snprintf(path, sizeof(path), "%s/children/%d-%s", top, (int)r->child, name);
+			snprintf(sub, sizeof(sub), "%d-%s", (int)r->child, name);
 		else
-			snprintf(path, sizeof(path), "%s/children/%d-%s-%d", top, (int)r->child, name, n);
-		if (mkdir(path, 0755) == 0) {
-			r->outdir = strdup(path);
-			r->outdir_created = 1;
-			return r->outdir ? 0 : -1;
-		}
-		if (errno != EEXIST)
-			break;
+			snprintf(sub, sizeof(sub), "%d-%s-%d", (int)r->child, name, n);
+		fd = outdir_open(cfd, sub, OUTDIR_CREATE | OUTDIR_NEW, NULL, why, sizeof(why));
 	}
-	fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
-	return -1;
+	close(cfd);
+	snprintf(path, sizeof(path), "%s/children/%s", top->outdir, sub);
+	if (fd < 0) {
+		fprintf(stderr, PFX "cannot create '%s': %s\n", path, why);
+		return -1;
+	}
+	r->outdir = strdup(path);
+	if (!r->outdir) {
+		close(fd);
+		return -1;
+	}
+	r->odfd = fd;
+	r->outdir_created = 1;
+	return 0;
 }
 
 static void *follow_session(void *arg)
@@ -1499,7 +1533,7 @@ static void *follow_session(void *arg)
 		fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));
 		goto out;
 	}
-	if (alloc_stream_fds(r) < 0 || follow_outdir(r, f->top->outdir) < 0)
+	if (alloc_stream_fds(r) < 0 || follow_outdir(r, f->top) < 0)
 		goto out;
 	/* Its buffers are its own, fresh: every loss counted in them is a
 	 * loss of this recording. */
@@ -1512,9 +1546,7 @@ static void *follow_session(void *arg)
 	}
 	finish(r, 1);
 	if (r->follow_empty) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/metadata", r->outdir);
-		unlink(path);
+		unlinkat(r->odfd, "metadata", 0);
 		if (rmdir(r->outdir) == 0)
 			fprintf(stderr, PFX "process %d (%s) had no event before it exec'ed or exited: no trace kept\n",
 				(int)s->pid, r->comm);
@@ -1689,18 +1721,27 @@ static void follow_end(struct rec *r, unsigned linger_ms)
  * out as a trace like `record` does (everything they hold, the open
  * sub-buffers included), then give them back (CTL_OP_SNAP_RELEASE).
  */
+/* Where a snapshot goes: path as printed; when `at` is a directory
+ * descriptor, the last component of path is made inside it. */
+struct snap_dir {
+	int at;
+	const char *path;
+};
+
 /*
  * Write a region of the program open in *h that no probe writes any more
  * (a held snapshot, or the live buffers of a program that died) as a
  * trace in outdir (NULL: the default name). Takes the mapping in *ring.
  * 0, or 1 after a message.
  */
-static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, const char *outdir, uint32_t no,
-			const char *trigger, int scan)
+static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, const struct snap_dir *outdir,
+			uint32_t no, const char *trigger, int scan)
 {
 	struct rec rr = { 0 }, *r = &rr;
 	r->shm_fd = -1;
-	r->outdir_opt = outdir;
+	r->outdir_opt = outdir ? outdir->path : NULL;
+	r->outdir_at = outdir ? outdir->at : AT_FDCWD;
+	r->outdir_at_set = 1;
 	r->child = pid;
 	snprintf(r->comm, sizeof(r->comm), "%s", comm);
 	r->progname = r->comm;
@@ -1827,7 +1868,7 @@ struct snap_watch_out {
  * spare mappings (follow_rings()) and `w`, others NULL.
  */
 
-static int snapshot_one(struct ctl_handle *h, const char *outdir, const char *trigger, struct ctl_ring *live,
+static int snapshot_one(struct ctl_handle *h, const struct snap_dir *outdir, const char *trigger, struct ctl_ring *live,
 			struct ctl_ring *spare, struct snap_watch_out *w)
 {
 	char err[512], msg[CTL_MSG];
@@ -1940,7 +1981,7 @@ static void watch_release(struct ctl_handle *h)
  * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
  * Returns the number of snapshots that failed.
  */
-static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child, int *wstatus,
+static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, pid_t child, int *wstatus,
 			  volatile sig_atomic_t *stop, struct ctl_ring *initial)
 {
 	/* The live buffers, and the spare ones mapped before a snapshot makes
@@ -2000,8 +2041,9 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 			seen_trig += ntrig < nreq ? ntrig : nreq;
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, ++n);
+			struct snap_dir sd = { odfd, dir };
 			struct snap_watch_out w = { 0, seen };
-			int k = dead ? 1 : snapshot_one(h, dir, label, &live, &spare, &w);
+			int k = dead ? 1 : snapshot_one(h, &sd, label, &live, &spare, &w);
 			/* Requests made while we were getting to the swap are
 			 * served by it (their events are in this snapshot), and
 			 * so are their triggers, as many as there are. */
@@ -2016,7 +2058,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 				 * swap: what its live buffers hold is the snapshot. */
 				snprintf(label + strlen(label), sizeof(label) - strlen(label), ", at exit");
 				if (live.rb)
-					k = write_region(h->pid, h->b->comm, &live, dir, 0, label, 0);
+					k = write_region(h->pid, h->b->comm, &live, &sd, 0, label, 0);
 				else
 					fprintf(stderr, SPFX "process %d exited before its buffers could be mapped: "
 						"its last snapshot request is not served\n", (int)h->pid);
@@ -2037,9 +2079,10 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 	if (signaled && live.rb) {
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s/recovered", outdir);
+		struct snap_dir sd = { odfd, dir };
 		fprintf(stderr, SPFX "process %d %s: writing what its buffers hold to %s\n", (int)h->pid,
 			child ? "was killed" : "is gone", dir);
-		failed += write_region(h->pid, h->b->comm, &live, dir, 0, "recover", 0) != 0;
+		failed += write_region(h->pid, h->b->comm, &live, &sd, 0, "recover", 0) != 0;
 	}
 	ctl_ring_close(&live);
 	ctl_ring_close(&spare);
@@ -2049,7 +2092,7 @@ static int snapshot_watch(struct ctl_handle *h, const char *outdir, pid_t child,
 
 int cmd_snapshot(int argc, char **argv)
 {
-	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--count N [--interval MS] | --watch]";
+	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--allow-shared-dir] [--count N [--interval MS] | --watch]";
 	const char *spec = NULL, *outdir = NULL;
 	long count = 0, interval = 1000;
 	int watch = 0;
@@ -2064,9 +2107,13 @@ int cmd_snapshot(int argc, char **argv)
 			       "  --interval MS  between the starts of two of them (default 1000)\n"
 			       "  --watch        take one each time the program calls ringtrace_snapshot(),\n"
 			       "                 into DIR/snapshot-N, until it exits or Ctrl-C; if it is\n"
-			       "                 killed, what its buffers hold goes to DIR/recovered\n",
+			       "                 killed, what its buffers hold goes to DIR/recovered\n"
+			       "  --allow-shared-dir  write into DIR even if another user owns it or may\n"
+			       "                 write into it (refused by default: see docs/security.md)\n",
 			       usage);
 			return 0;
+		} else if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
+			out_flags |= OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "--watch")) {
 			watch = 1;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--count") || !strcmp(a, "--interval")) && i + 1 < argc) {
@@ -2112,12 +2159,14 @@ int cmd_snapshot(int argc, char **argv)
 		fprintf(stderr, SPFX "%s\n", err);
 		return 1;
 	}
-	int status = 0;
+	int status = 0, odfd = -1, created = 0;
+	char why[256];
+	struct snap_dir one = { AT_FDCWD, outdir };
 	if (!count && !watch) {
-		status = snapshot_one(&h, outdir, "command", NULL, NULL, NULL);
-	} else if (mkdir(outdir, 0755) < 0 && !(errno == EEXIST && dir_is_empty(outdir))) {
-		fprintf(stderr, SPFX "cannot create '%s': %s\n", outdir,
-			errno == EEXIST ? "exists and is not empty" : strerror(errno));
+		status = snapshot_one(&h, outdir ? &one : NULL, "command", NULL, NULL, NULL);
+	} else if ((odfd = outdir_open(AT_FDCWD, outdir, OUTDIR_CREATE | OUTDIR_EMPTY | out_flags, &created, why,
+				       sizeof(why))) < 0) {
+		fprintf(stderr, SPFX "output directory '%s' %s\n", outdir, why);
 		status = 1;
 	} else {
 		struct sigaction sa = { 0 };
@@ -2128,20 +2177,22 @@ int cmd_snapshot(int argc, char **argv)
 		if (w) {
 			fprintf(stderr, SPFX "process %d: pid %d serves its snapshots already\n", (int)pid, (int)w);
 			status = 1;
-			rmdir(outdir); /* made above, empty */
+			if (created)
+				rmdir(outdir); /* made above, empty */
 		} else if (watch) {
 			if (h.b->snap_state == CTL_SNAP_OFF)
 				fprintf(stderr, SPFX "process %d: snapshots are not enabled, its requests fail until 'ringtrace snapshot-enable %d'\n",
 					(int)pid, (int)pid);
 			int ws = 0;
-			status = snapshot_watch(&h, outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
+			status = snapshot_watch(&h, odfd, outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
 			watch_release(&h);
 		}
 		uint64_t t0 = mono_ms();
 		for (long n = 1; n <= count && !got_term; n++) {
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/snapshot-%ld", outdir, n);
-			if ((status = snapshot_one(&h, dir, "command", NULL, NULL, NULL)) != 0)
+			struct snap_dir sd = { odfd, dir };
+			if ((status = snapshot_one(&h, &sd, "command", NULL, NULL, NULL)) != 0)
 				break;
 			uint64_t next = t0 + (uint64_t)(n * interval), now = mono_ms();
 			if (n < count && next > now) {
@@ -2150,6 +2201,8 @@ int cmd_snapshot(int argc, char **argv)
 			}
 		}
 	}
+	if (odfd >= 0)
+		close(odfd);
 	ctl_close(&h);
 	return status;
 }
@@ -2218,7 +2271,7 @@ static int record_attach_snapshot(struct rec *r)
 	fprintf(stderr, PFX "snapshots of '%s' (pid %d) go to %s; Ctrl-C detaches\n", r->comm, (int)r->child,
 		r->outdir);
 	int ws = 0;
-	status = snapshot_watch(&r->ctl, r->outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
+	status = snapshot_watch(&r->ctl, r->odfd, r->outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
 	if (status == 0 && dir_is_empty(r->outdir) && rmdir(r->outdir) == 0)
 		fprintf(stderr, PFX "no snapshot was taken: %s not kept\n", r->outdir);
 out:
@@ -2285,7 +2338,7 @@ static int record_flight(struct rec *r)
 		nanosleep(&d, NULL);
 	}
 	if (opened) {
-		snapshot_watch(&r->ctl, r->outdir, r->child, &ws, &got_term, &initial);
+		snapshot_watch(&r->ctl, r->odfd, r->outdir, r->child, &ws, &got_term, &initial);
 	} else {
 		/* It died before its constructor published the block (or it
 		 * does not use libringtrace): recover what the buffers hold. */
@@ -2293,10 +2346,11 @@ static int record_flight(struct rec *r)
 		    initial.rb->hdr->attached_pid) {
 			char dir[PATH_MAX];
 			snprintf(dir, sizeof(dir), "%s/recovered", r->outdir);
+			struct snap_dir sd = { r->odfd, dir };
 			const char *base = strrchr(r->progname, '/');
 			fprintf(stderr, PFX "process %d was killed: writing what its buffers hold to %s\n",
 				(int)r->child, dir);
-			write_region(r->child, base ? base + 1 : r->progname, &initial, dir, 0, "recover", 0);
+			write_region(r->child, base ? base + 1 : r->progname, &initial, &sd, 0, "recover", 0);
 			ctl_remove_if_stale(r->child);
 		} else if (!initial.rb || !initial.rb->hdr->attached_pid) {
 			fprintf(stderr, PFX "'%s' did not load libringtrace: nothing was traced\n", r->progname);
@@ -2334,7 +2388,7 @@ out:
  */
 int cmd_recover(int argc, char **argv)
 {
-	const char *usage = "usage: ringtrace recover FILE|PID|NAME [-o DIR]";
+	const char *usage = "usage: ringtrace recover FILE|PID|NAME [-o DIR] [--allow-shared-dir]";
 	const char *what = NULL, *outdir = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -2342,9 +2396,13 @@ int cmd_recover(int argc, char **argv)
 			       "  Write what a program's trace buffers hold as a trace: FILE, a copy of them\n"
 			       "  (cp /proc/PID/fd/N FILE; never changed), or PID, a running program (one\n"
 			       "  that hangs, say), whose buffers are taken as they are.\n"
-			       "  -o DIR  output directory (default: ringtrace-recovered-NAME-DATE-TIME)\n",
+			       "  -o DIR  output directory (default: ringtrace-recovered-NAME-DATE-TIME)\n"
+			       "  --allow-shared-dir  write into DIR even if another user owns it or may\n"
+			       "          write into it (refused by default: see docs/security.md)\n",
 			       usage);
 			return 0;
+		} else if (!strcmp(argv[i], OUTDIR_ALLOW_OPT)) {
+			out_flags |= OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			outdir = argv[++i];
 		} else if (argv[i][0] == '-' || what) {
@@ -2429,12 +2487,14 @@ int cmd_recover(int argc, char **argv)
 			ctl_close(&h);
 			return 1;
 		}
+		close(tmp.odfd);
 		outdir = made = tmp.outdir;
 		rmdir(outdir); /* write_region makes it again, empty */
 	}
+	struct snap_dir sd = { AT_FDCWD, outdir };
 	/* Thread names from /proc only for a program we checked is the one
 	 * (a FILE's pid may be anybody's by now). */
-	int status = write_region(pid, comm, &ring, outdir, 0, "recover", h.b != NULL);
+	int status = write_region(pid, comm, &ring, &sd, 0, "recover", h.b != NULL);
 	ctl_ring_close(&ring);
 	ctl_close(&h);
 	free(made);

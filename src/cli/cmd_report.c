@@ -35,6 +35,7 @@
 #include "read/format.h"
 #include "read/reader.h"
 #include "stackmap/stack_files.h"
+#include "common/outdir.h"
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace report: "
@@ -809,7 +810,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 
 static const char report_usage[] =
 	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
-	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR]\n";
+	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR] [--allow-shared-dir]\n";
 
 /* The call site of stack ID: its first frame outside the tracer's
  * wrappers (0 if the stack is not in the trace's map). */
@@ -1022,14 +1023,8 @@ static void report_free(struct report *r)
 	report_html_free(r);
 }
 
-/* Remove a partial or empty -o FILE: only a regular file (never what a
- * symbolic link such as /dev/stdout names). */
-static void drop_output(const char *out)
-{
-	struct stat st;
-	if (lstat(out, &st) == 0 && S_ISREG(st.st_mode))
-		unlink(out);
-}
+/* OUTDIR_ALLOW_SHARED when --allow-shared-dir was given. */
+static unsigned out_flags;
 
 int cmd_report(int argc, char **argv)
 {
@@ -1053,6 +1048,9 @@ int cmd_report(int argc, char **argv)
 			       "                the rows by call site and by stack, flame graphs of the bytes\n"
 			       "                allocated and of those alive at the peak, errors, event rates\n"
 			       "  -o FILE       write the report to FILE instead of the standard output\n"
+			       "                (under a temporary name, renamed into place at the end)\n"
+			       "  --allow-shared-dir  write FILE even if its directory is another user's,\n"
+			       "                or others may write into it (see docs/security.md)\n"
 			       "  --debug-dir D separate debug files (D/.build-id/xx/yyyy.debug)\n",
 			       report_usage);
 			return 0;
@@ -1063,6 +1061,10 @@ int cmd_report(int argc, char **argv)
 		}
 		if (!strcmp(a, "--html")) {
 			r.html = 1;
+			continue;
+		}
+		if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
+			out_flags = OUTDIR_ALLOW_SHARED;
 			continue;
 		}
 		if (!strcmp(a, "--by") || !strcmp(a, "--sort") || !strcmp(a, "--top") || !strcmp(a, "--debug-dir") ||
@@ -1125,26 +1127,38 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, PFX "out of memory\n");
 		return 1;
 	}
-	FILE *o = out ? fopen(out, "w") : stdout;
-	if (!o) {
-		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno));
-		report_free(&r);
-		return 2;
+	/* A file is written under a temporary name and renamed over FILE at
+	 * the end (common/outdir.h): a partial one never takes its place. */
+	struct outfile of;
+	FILE *o = stdout;
+	char why[512];
+	if (out) {
+		int k = outfile_open(&of, out, out_flags, 0666, why, sizeof(why));
+		if (k == 0 && !(o = outdir_tmp_fdopen(&of.t, "w"))) {
+			snprintf(why, sizeof(why), "%s", strerror(errno));
+			outfile_abort(&of);
+			k = -1;
+		}
+		if (k < 0) {
+			fprintf(stderr, PFX "cannot write '%s': %s\n", out, why);
+			report_free(&r);
+			return 2;
+		}
 	}
 	int status = run_report(&r, dir, o);
 	report_free(&r);
 	if (out) {
 		/* Nothing written (the trace could not be read): no file left. */
 		long len = ftell(o);
-		int werr = ferror(o);
-		errno = 0;
-		if (fclose(o) != 0 || werr) {
-			fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno ? errno : EIO));
-			drop_output(out);
+		int k = 0;
+		if (len == 0 && !of.direct)
+			outfile_abort(&of);
+		else
+			k = outfile_commit(&of, 0);
+		if (k < 0) {
+			fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(-k));
 			return status ? status : 1;
 		}
-		if (len == 0)
-			drop_output(out);
 	}
 	return status;
 }
@@ -1165,14 +1179,18 @@ int cmd_mem(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: ringtrace mem [-o DIR] [--no-stacks] -- PROGRAM [ARGS...]\n\n"
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--allow-shared-dir] -- PROGRAM [ARGS...]\n\n"
 			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
 			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
-			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n");
+			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n"
+			       "  --allow-shared-dir  as for record: DIR may be another user's, or one\n"
+			       "                      others may write into (see docs/security.md)\n");
 			return 0;
 		}
 		if (!strcmp(a, "--no-stacks")) {
 			stacks = 0;
+		} else if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
+			out_flags = OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			outdir = argv[++i];
 		} else if (a[0] == '-') {
@@ -1203,6 +1221,8 @@ int cmd_mem(int argc, char **argv)
 	rargv[n++] = "--mem";
 	if (stacks)
 		rargv[n++] = "--stacks";
+	if (out_flags & OUTDIR_ALLOW_SHARED)
+		rargv[n++] = OUTDIR_ALLOW_OPT;
 	rargv[n++] = "-o";
 	rargv[n++] = (char *)outdir;
 	rargv[n++] = "--";

@@ -25,6 +25,7 @@
 
 #include "cli/cli.h"
 #include "cli/stack_live.h"
+#include "common/outdir.h"
 #include "stackmap/stack_files.h"
 #include "stackmap/stackmap.h"
 #include "sym/symbolize.h"
@@ -53,6 +54,9 @@ static void usage(FILE *f)
 		   "                   count = references, identical lines merged\n"
 		   "  --bin OUT        write the stacks in the binary layout, this machine's byte order\n"
 		   "  --top N          only the N most referenced stacks (text, --json, --folded, --bin)\n"
+		   "  --allow-shared-dir  write OUT even if its directory is another user's, or\n"
+		   "                   others may write into it (see docs/security.md); OUT is\n"
+		   "                   written under a temporary name and renamed into place\n"
 		   "\n"
 		   "Symbols (traces and programs):\n"
 		   "  --debug-dir D    also look for binaries and debug files by build id under D\n"
@@ -65,6 +69,7 @@ struct opts {
 	const char *target;
 	const char *debug_dir;
 	int json, stat, folded, reset, no_symbols;
+	unsigned out_flags;          /* OUTDIR_ALLOW_SHARED: --allow-shared-dir */
 	long top;
 };
 
@@ -86,6 +91,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->reset = 1;
 		} else if (!strcmp(a, "--no-symbols")) {
 			o->no_symbols = 1;
+		} else if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
+			o->out_flags |= OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "--from-bin") || !strcmp(a, "--bin") || !strcmp(a, "--top") ||
 			   !strcmp(a, "--debug-dir")) {
 			if (!v) {
@@ -411,18 +418,29 @@ static int print_stat(const struct stack_files *f, int from_bin, const struct st
 	return ferror(stdout) ? -EIO : 0;
 }
 
-static int write_bin(const char *path, const struct stack_files *f)
+/* Under a temporary name, renamed over path at the end (common/outdir.h). */
+static int write_bin(const char *path, const struct stack_files *f, unsigned out_flags)
 {
-	FILE *out = fopen(path, "wb");
-	if (!out) {
-		fprintf(stderr, PFX "cannot create '%s': %s\n", path, strerror(errno));
+	struct outfile of;
+	char why[512];
+	FILE *out = NULL;
+	int r = outfile_open(&of, path, out_flags, 0666, why, sizeof(why));
+	if (r == 0 && !(out = outdir_tmp_fdopen(&of.t, "wb"))) {
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+		outfile_abort(&of);
+		r = -1;
+	}
+	if (r < 0) {
+		fprintf(stderr, PFX "cannot create '%s': %s\n", path, why);
 		return -1;
 	}
-	int r = stackmap_print_bin(out, f->stacks, f->nstacks);
-	if (fclose(out) != 0 && r == 0)
-		r = -EIO;
+	r = stackmap_print_bin(out, f->stacks, f->nstacks);
+	if (r < 0)
+		outfile_abort(&of);
+	else
+		r = outfile_commit(&of, 0);
 	if (r < 0) {
-		fprintf(stderr, PFX "cannot write '%s'\n", path);
+		fprintf(stderr, PFX "cannot write '%s': %s\n", path, strerror(-r));
 		return -1;
 	}
 	return 0;
@@ -456,7 +474,7 @@ static int output(const struct opts *o, struct stack_files *f, int from_bin,
 		r = stackmap_print_json(stdout, f->stacks, f->nstacks, sym, ctx);
 	} else if (o->bin_out) {
 		r = 0;
-		if (write_bin(o->bin_out, f) < 0)
+		if (write_bin(o->bin_out, f, o->out_flags) < 0)
 			status = 1;
 	} else {
 		r = stackmap_print_text(stdout, f->stacks, f->nstacks, sym, ctx);

@@ -10,6 +10,6 @@
  * SQLite database at OUT. Prints its own errors (one line each) and
  * returns the process exit status.
  */
-int convert_sqlite(const char *dir, const char *out);
+int convert_sqlite(const char *dir, const char *out, unsigned out_flags);
 
 #endif /* RINGTRACE_CLI_CONVERT_H */

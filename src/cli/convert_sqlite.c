@@ -37,6 +37,7 @@
 #include <sqlite3.h>
 
 #include "cli/convert.h"
+#include "common/outdir.h"
 #include "ctf/buf.h"
 #include "mem/mem_family.h"
 #include "read/decode.h"
@@ -1222,37 +1223,11 @@ static void conv_free(struct conv *c)
 	memset(&c->tids, 0, sizeof(c->tids));
 }
 
-/* Create `tmp` empty (replacing a leftover), so that a path we cannot
- * write fails here with its errno rather than at the first insert. */
-static int create_file(const char *tmp)
-{
-	char side[PATH_MAX + 16];
-	snprintf(side, sizeof(side), "%s-journal", tmp);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-wal", tmp);
-	unlink(side);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
-
-int convert_sqlite(const char *dir, const char *out)
+int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 {
 	if (!out || !*out || !strcmp(out, "-")) {
 		fprintf(stderr, PFX "an SQLite database cannot go to standard output: say -o FILE\n");
 		return 2;
-	}
-	struct stat st;
-	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(EISDIR));
-		return 1;
-	}
-	char tmp[PATH_MAX];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp)) {
-		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(ENAMETOOLONG));
-		return 1;
 	}
 
 	struct conv c;
@@ -1266,16 +1241,22 @@ int convert_sqlite(const char *dir, const char *out)
 		return 1;
 	}
 	c.m = rd_trace_meta(c.t);
-	int k = create_file(tmp);
+	/* A new file under a random name in out's directory (common/outdir.h):
+	 * a name fixed in advance could be planted as a symlink. SQLite opens
+	 * it by a name that goes through our descriptor of the directory, and
+	 * with no journal it makes no other file. */
+	struct outfile of;
+	int k = outfile_open(&of, out, out_flags, 0644, err, sizeof(err));
 	if (k < 0) {
-		fprintf(stderr, PFX "cannot create '%s': %s\n", tmp, strerror(-k));
+		fprintf(stderr, PFX "cannot create '%s': %s\n", out, err);
 		rd_trace_close(c.t);
 		ctf_buf_free(&c.b);
 		return 1;
 	}
 	int status = 1, trace_err = 0;
 	const char *step_name = "cannot write the database";
-	if (sqlite3_open_v2(tmp, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(of.libpath, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
 		snprintf(c.dberr, sizeof(c.dberr), "%s", c.db ? sqlite3_errmsg(c.db) : "out of memory");
 		goto done;
 	}
@@ -1334,9 +1315,9 @@ int convert_sqlite(const char *dir, const char *out)
 		goto done;
 	}
 	c.db = NULL;
-	if (rename(tmp, out) < 0) {
-		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(errno));
-		unlink(tmp);
+	k = outfile_commit(&of, 0);
+	if (k < 0) {
+		fprintf(stderr, PFX "cannot write '%s': %s\n", out, strerror(-k));
 		rd_trace_close(c.t);
 		return 1;
 	}
@@ -1356,7 +1337,7 @@ done:
 	conv_free(&c);
 	if (c.db)
 		sqlite3_close(c.db);
-	unlink(tmp);
+	outfile_abort(&of);
 	rd_trace_close(c.t);
 	return status;
 }

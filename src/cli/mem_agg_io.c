@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/mem_agg_io.h"
+#include "common/outdir.h"
 #include "mem/mem_agg.h"
 
 #define MEMFD_NAME "ringtrace-memagg"
@@ -51,7 +52,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int agg_save(int fd, const char *dir)
+int agg_save(int fd, int dfd, const char *dir)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_size <= 0) {
@@ -77,19 +78,20 @@ int agg_save(int fd, const char *dir)
 		goto out;
 	}
 	h->end_ns = mono_ns();
-	char path[PATH_MAX], tmp[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/" AGG_FILE, dir);
-	snprintf(tmp, sizeof(tmp), "%s/" AGG_DIR, dir);
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "ringtrace record: cannot create '%s': %s\n", tmp, strerror(errno));
+	char why[256];
+	int mfd = outdir_open(dfd, AGG_DIR, OUTDIR_CREATE, NULL, why, sizeof(why));
+	if (mfd < 0) {
+		fprintf(stderr, "ringtrace record: '%s/" AGG_DIR "' %s\n", dir, why);
 		goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "%s/" AGG_FILE ".tmp", dir);
-	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		fprintf(stderr, "ringtrace record: cannot write '%s': %s\n", path, strerror(errno));
+	struct outdir_tmp t;
+	int k = outdir_tmp_open(&t, mfd, strrchr(AGG_FILE, '/') + 1, 0644);
+	if (k < 0) {
+		fprintf(stderr, "ringtrace record: cannot write '%s/" AGG_FILE "': %s\n", dir, strerror(-k));
+		close(mfd);
 		goto out;
 	}
+	int out = t.fd;
 	/* The header, the slots in use and the caches, at their places: the
 	 * file is the block, sparse where no key was ever claimed. */
 	struct memagg_slot *s = (struct memagg_slot *)(h + 1);
@@ -104,9 +106,12 @@ int agg_save(int fd, const char *dir)
 		ok = pwrite(out, (char *)m + coff, h->total_size - coff, (off_t)coff) == (ssize_t)(h->total_size - coff);
 	if (ok)
 		ok = ftruncate(out, (off_t)h->total_size) == 0;
-	if (!ok || fsync(out) < 0 || close(out) < 0 || rename(tmp, path) < 0) {
-		fprintf(stderr, "ringtrace record: cannot write '%s': %s\n", path, strerror(errno ? errno : EIO));
-		unlink(tmp);
+	k = ok ? outdir_tmp_commit(&t, 1) : (errno ? -errno : -EIO);
+	if (!ok)
+		outdir_tmp_abort(&t);
+	close(mfd);
+	if (k < 0) {
+		fprintf(stderr, "ringtrace record: cannot write '%s/" AGG_FILE "': %s\n", dir, strerror(-k));
 		goto out;
 	}
 	ret = 0;

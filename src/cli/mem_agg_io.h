@@ -20,9 +20,10 @@
  * the program), or -1. */
 int agg_create(int by_stack);
 
-/* Copy the block of FD into DIR/mem/aggregate.bin and close FD: 0 (also
- * when the program never attached, said on stderr), -1 on error. */
-int agg_save(int fd, const char *dir);
+/* Copy the block of FD into DIR/mem/aggregate.bin (DIR open as dfd, its
+ * name for messages) and close FD: 0 (also when the program never
+ * attached, said on stderr), -1 on error. */
+int agg_save(int fd, int dfd, const char *dir);
 
 /* DIR/mem/aggregate.bin as a validated block (malloc'ed, its full size),
  * or NULL with errno (ENOENT: no such file, EINVAL: damaged). */

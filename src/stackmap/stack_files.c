@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "stackmap/stack_files.h"
+#include "common/outdir.h"
 
 #define STACKS_DIR   "stacks"
 #define FILE_BIN     "stackmap.bin"
@@ -467,54 +468,49 @@ static int put_maps(FILE *f, const void *arg)
 }
 
 /*
- * dfd/name replaced by what put() writes, through a temporary file in the
- * same directory (rename is atomic only within a file system). The
- * temporary name holds the pid and a counter, and O_EXCL refuses a stale
- * one left by a crashed writer that had the same pid: the next counter is
- * tried.
+ * dfd/name replaced by what put() writes, through a temporary file under a
+ * random name in the same directory (rename is atomic only within a file
+ * system; common/outdir.h says why the name must be unpredictable). On
+ * disk before the name points at it: after a crash the name holds the old
+ * file or the whole new one.
  */
 static int write_replace(int dfd, const char *name, int (*put)(FILE *, const void *),
 			 const void *arg)
 {
-	static unsigned long counter;
-	char tmp[128];
-	int fd = -1;
-	for (int tries = 0; tries < 100 && fd < 0; tries++) {
-		unsigned long k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-		snprintf(tmp, sizeof(tmp), ".%s.%ld.%lu.tmp", name, (long)getpid(), k);
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd < 0 && errno != EEXIST)
-			return -errno;
-	}
-	if (fd < 0)
-		return -EEXIST;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int e = -errno;
-		close(fd);
-		unlinkat(dfd, tmp, 0);
-		return e;
-	}
-	int r = put(f, arg);
-	if (fflush(f) != 0 && r == 0)
-		r = -errno;
-	/* On disk before the name points at it: after a crash the name holds
-	 * the old file or the whole new one. */
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		r = -errno;
+	struct outdir_tmp t;
+	int r = outdir_tmp_open(&t, dfd, name, 0666);
 	if (r < 0)
-		unlinkat(dfd, tmp, 0);
-	return r;
+		return r;
+	FILE *f = outdir_tmp_fdopen(&t, "w");
+	if (!f) {
+		r = -errno;
+		outdir_tmp_abort(&t);
+		return r;
+	}
+	r = put(f, arg);
+	if (r < 0) {
+		outdir_tmp_abort(&t);
+		return r;
+	}
+	return outdir_tmp_commit(&t, 1);
 }
 
 int stack_files_write(const char *trace_dir, const struct stackmap *map, const struct rt_map *maps,
 		      size_t nmaps)
 {
-	if (!trace_dir || !map || (nmaps && !maps))
+	if (!trace_dir)
+		return -EINVAL;
+	int dfd = open(trace_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = stack_files_write_at(dfd, map, maps, nmaps);
+	close(dfd);
+	return r;
+}
+
+int stack_files_write_at(int dfd, const struct stackmap *map, const struct rt_map *maps, size_t nmaps)
+{
+	if (dfd < 0 || !map || (nmaps && !maps))
 		return -EINVAL;
 	/* Everything is read from the map before the first file is touched:
 	 * a map that cannot be read leaves the trace as it was. */
@@ -529,19 +525,11 @@ int stack_files_write(const char *trace_dir, const struct stackmap *map, const s
 		free(s);
 		return r;
 	}
-	int sfd = -1;
-	int dfd = open(trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (mkdirat(dfd, STACKS_DIR, 0777) < 0 && errno != EEXIST) {
-		r = -errno;
-		goto out;
-	}
-	sfd = openat(dfd, STACKS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Made by us inside the trace directory (a new one, or ours from an
+	 * earlier write): the ownership checks refuse one planted there. */
+	int sfd = outdir_open(dfd, STACKS_DIR, OUTDIR_CREATE, NULL, NULL, 0);
 	if (sfd < 0) {
-		r = -errno;
+		r = sfd;
 		goto out;
 	}
 	struct maps_arg ma = { maps, nmaps };
@@ -554,11 +542,8 @@ int stack_files_write(const char *trace_dir, const struct stackmap *map, const s
 	/* The renames themselves on disk. */
 	if (r == 0 && fsync(sfd) < 0)
 		r = -errno;
+	close(sfd);
 out:
-	if (sfd >= 0)
-		close(sfd);
-	if (dfd >= 0)
-		close(dfd);
 	free(s);
 	return r;
 }
