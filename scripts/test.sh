@@ -164,6 +164,9 @@ fi
 if [ -x tests/e2e/reader_bounds.sh ]; then
 	suite "readers on hostile metadata end in bounded time (gcc build)" tests/e2e/reader_bounds.sh build
 fi
+if [ -x tests/e2e/sec_files.sh ]; then
+	suite "no write through names another user planted (gcc build, root)" tests/e2e/sec_files.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
