@@ -14,9 +14,10 @@
  *
  * Built for traces of millions of events: the trace is read once, in time
  * order, each row inserted through a prepared statement inside one
- * transaction on a database without a journal (it is written as
- * FILE.tmp and renamed over FILE at the end, so a crash never leaves a
- * half-written FILE); indexes are made after the rows. An allocation row
+ * transaction on a database without a journal (it is written under a
+ * random temporary name next to FILE and renamed over it at the end, so a
+ * crash never leaves a half-written FILE: common/outdir.h); indexes are
+ * made after the rows. An allocation row
  * is inserted when its block is freed, or at the end when it never was,
  * so memory holds one entry per address seen (the report's table), not
  * per allocation. Everything from the trace is untrusted: strings are

@@ -11,7 +11,7 @@
 # threads and losses, and the frames of `ringtrace stackmap --json`. Bad
 # input (no such trace, not a trace, an output that cannot be created, a
 # directory as output, a trace damaged midway) gives one line and a
-# non-zero status; an existing output is replaced; no FILE.tmp is left.
+# non-zero status; an existing output is replaced; no temporary is left.
 #
 #   tests/e2e/convert_sqlite.sh [BUILD_DIR]
 set -u
@@ -316,7 +316,7 @@ have "$PROGS/memprog" "$BUILD/lib/libringtrace-malloc.so" && {
 	eq "convert status" "$CRC" 0
 	[ -s mem.db.err ] && show mem.db.err
 	[ -s mem.db ] || why "no mem.db"
-	[ -e mem.db.tmp ] && why "mem.db.tmp left behind"
+	compgen -G '.mem.db.*.tmp' >/dev/null && why "a temporary .mem.db.*.tmp left behind"
 }
 finish "memprog pattern under record --mem --stacks converts"
 [ -s mem.db ] && pycheck mem mem.db mem
@@ -364,7 +364,7 @@ if [ -s demo.db ]; then
 	conv demo old.db
 	eq "status over an existing file" "$CRC" 0
 	eq "tables of the replaced file" "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM event_classes").fetchone()[0] > 0)' old.db 2>&1)" True
-	[ -e old.db.tmp ] && why "old.db.tmp left behind"
+	compgen -G '.old.db.*.tmp' >/dev/null && why "a temporary .old.db.*.tmp left behind"
 else
 	why "no demo trace"
 fi
@@ -375,7 +375,7 @@ begin
 conv nosuchdir bad1.db
 eq "status" "$CRC" 1
 one_line bad1.db.err
-[ -e bad1.db ] || [ -e bad1.db.tmp ] && why "an output was created"
+[ -e bad1.db ] || compgen -G '.bad1.db.*.tmp' >/dev/null && why "an output was created"
 finish "no such trace directory: one line, status 1, no file"
 
 begin
