@@ -1244,8 +1244,9 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 	c.m = rd_trace_meta(c.t);
 	/* A new file under a random name in out's directory (common/outdir.h):
 	 * a name fixed in advance could be planted as a symlink. SQLite opens
-	 * it by a name that goes through our descriptor of the directory, and
-	 * with no journal it makes no other file. */
+	 * it by name, a path without symlinks, told to refuse one (a name
+	 * swapped in a shared directory); the commit checks it is still our
+	 * file. With no journal SQLite makes no other file. */
 	struct outfile of;
 	int k = outfile_open(&of, out, out_flags, 0644, err, sizeof(err));
 	if (k < 0) {
@@ -1256,7 +1257,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 	}
 	int status = 1, trace_err = 0;
 	const char *step_name = "cannot write the database";
-	if (sqlite3_open_v2(of.libpath, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+	if (sqlite3_open_v2(of.libpath, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
 			    NULL) != SQLITE_OK) {
 		snprintf(c.dberr, sizeof(c.dberr), "%s", c.db ? sqlite3_errmsg(c.db) : "out of memory");
 		goto done;

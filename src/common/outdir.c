@@ -260,7 +260,19 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, mode_t mod
 		return fail(-k, err, errlen, strerror(-k));
 	}
 	o->dfd = dfd;
-	snprintf(o->libpath, sizeof(o->libpath), "/proc/self/fd/%d/%s", dfd, o->t.tmp);
+	/* For a library that opens by name: the directory's path as the
+	 * kernel resolved it (no symlink in it, so a library told not to
+	 * follow one can check the whole name), else through /proc. */
+	char real[PATH_MAX], fdp[64];
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", dfd);
+	ssize_t rl = readlink(fdp, real, sizeof(real) - 1);
+	int w = -1;
+	if (rl > 0 && real[0] == '/') {
+		real[rl] = 0;
+		w = snprintf(o->libpath, sizeof(o->libpath), "%s%s%s", real, rl > 1 ? "/" : "", o->t.tmp);
+	}
+	if (w < 0 || (size_t)w >= sizeof(o->libpath))
+		snprintf(o->libpath, sizeof(o->libpath), "%s/%s", fdp, o->t.tmp);
 	return 0;
 }
 

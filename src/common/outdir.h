@@ -76,7 +76,8 @@ void outdir_tmp_abort(struct outdir_tmp *t);
  * F's parent directory opened and checked as outdir_open() does (never
  * created), the content written to a temporary there and renamed over F by
  * outfile_commit(). A library that opens files by name gets `libpath`,
- * which reaches the temporary through the directory descriptor. F that is
+ * the temporary's name under the directory's resolved path (no symlink
+ * in it); outfile_commit() checks that it still names our file. F that is
  * a character device or a FIFO (/dev/null, /dev/stdout) is opened and
  * written in place instead.
  */
@@ -84,7 +85,7 @@ struct outfile {
 	int dfd;
 	int direct;          /* F is a device or a pipe: written in place */
 	struct outdir_tmp t;
-	char libpath[NAME_MAX + 64];
+	char libpath[PATH_MAX];
 };
 
 /* 0, or -errno with the reason in err; nothing to clean up then. */
