@@ -129,7 +129,7 @@ static void test_damaged_blocks(void **state)
 
 	/* Wrong size. */
 	write_block(NULL, 100);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "damaged"));
 
 	/* Right size, garbage. */
@@ -138,7 +138,7 @@ static void test_damaged_blocks(void **state)
 	for (size_t i = 0; i < CTL_TOTAL; i++)
 		junk[i] = (char)(i * 131 + 7);
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 
 	/* A well-formed block of another version. */
 	struct ctl_block *b = (struct ctl_block *)(void *)junk;
@@ -147,30 +147,30 @@ static void test_damaged_blocks(void **state)
 	b->version = CTL_VERSION + 1;
 	b->header_size = sizeof(*b);
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EPROTO);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EPROTO);
 
 	/* Valid layout but offsets moved, or another pid inside. */
 	valid_header(b, getpid());
 	b->reg_off = CTL_REG_OFF + 8;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 	b->reg_off = CTL_REG_OFF;
 	b->pid = (uint32_t)getpid() + 1;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 
 	/* Well formed, but not published by this process (it does not map
 	 * it and its start time differs): stale. */
 	b->pid = (uint32_t)getpid();
 	b->start_time = 1;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "stale"));
 	unlink(path);
 	free(junk);
 
 	/* No block at all; a pid that does not exist. */
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "does not use libringtrace"));
 	pid_t none;
 	assert_int_equal(ctl_resolve("0", &none, err, sizeof(err)), -EINVAL);
