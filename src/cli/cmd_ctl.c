@@ -23,20 +23,22 @@
 
 #define TIMEOUT_MS 5000
 
-/* Open the block of the process named by argv[1]; prints the error. */
-static int open_target(const char *cmd, const char *spec, struct ctl_handle *h)
+/* Open the block of the process named by argv[1] (mode: CTL_OPEN_READ for
+ * the commands that only look); prints the error. */
+static int open_target(const char *cmd, const char *spec, int mode, struct ctl_handle *h)
 {
 	char err[512];
 	pid_t pid;
-	if (ctl_resolve(spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, h, err, sizeof(err)) < 0) {
+	if (ctl_resolve(spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, h, mode, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ringtrace %s: %s\n", cmd, err);
 		return -1;
 	}
 	return 0;
 }
 
-/* `CMD [--json] PID|NAME`: parse, then open the target. 0, or the exit
- * status (2 usage, 1 no such target) after a one-line message. */
+/* `CMD [--json] PID|NAME`: parse, then open the target read-only (list
+ * and stat only look). 0, or the exit status (2 usage, 1 no such target)
+ * after a one-line message. */
 static int json_and_target(const char *cmd, int argc, char **argv, int *json, struct ctl_handle *h)
 {
 	const char *spec = NULL;
@@ -55,7 +57,7 @@ static int json_and_target(const char *cmd, int argc, char **argv, int *json, st
 		fprintf(stderr, "ringtrace %s: no process given (usage: ringtrace %s [--json] PID|NAME)\n", cmd, cmd);
 		return 2;
 	}
-	return open_target(cmd, spec, h) < 0 ? 1 : 0;
+	return open_target(cmd, spec, CTL_OPEN_READ, h) < 0 ? 1 : 0;
 }
 
 static const char *comm_of(const struct ctl_block *b, char *buf)
@@ -110,7 +112,7 @@ static void ps_one(pid_t pid, const char *path, void *arg)
 		return; /* another user's programs are not ours to list */
 	struct ctl_handle h;
 	char err[512];
-	int r = ctl_open(pid, &h, err, sizeof(err));
+	int r = ctl_open(pid, &h, CTL_OPEN_READ, err, sizeof(err));
 	if (r == -ESRCH) {
 		/* Gone: its block is stale. */
 		if (ps->clean) {
@@ -138,7 +140,9 @@ static void ps_one(pid_t pid, const char *path, void *arg)
 	}
 	uint64_t mem, lost;
 	ring_totals(&h, &mem, &lost);
-	struct passwd *pw = getpwuid(h.b->uid);
+	/* The owner as /proc says (ctl_open() checked it owns the block): the
+	 * block's uid field is the program's word. */
+	struct passwd *pw = getpwuid(h.uid);
 	char comm[32], sz[32];
 	printf("%7d %-10.10s %-16s %6u %-7s %10s %10llu\n", (int)pid, pw ? pw->pw_name : "?", comm_of(h.b, comm),
 	       h.b->nevents, h.b->tracing ? "on" : "off", mem ? cli_bytes(mem, sz, sizeof(sz)) : "-",
@@ -320,7 +324,7 @@ static int rules(int argc, char **argv, int on)
 	}
 	text[len++] = 0;
 	struct ctl_handle h;
-	if (open_target(cmd, argv[1], &h) < 0)
+	if (open_target(cmd, argv[1], CTL_OPEN_WRITE, &h) < 0)
 		return 1;
 	char msg[CTL_MSG];
 	int r = request(cmd, &h, on ? CTL_OP_ENABLE : CTL_OP_DISABLE, 0, 0, text, len, msg, sizeof(msg));
@@ -356,7 +360,7 @@ static int simple(int argc, char **argv, const char *cmd, uint32_t op)
 		return 2;
 	}
 	struct ctl_handle h;
-	if (open_target(cmd, argv[1], &h) < 0)
+	if (open_target(cmd, argv[1], CTL_OPEN_WRITE, &h) < 0)
 		return 1;
 	char msg[CTL_MSG];
 	int r = request(cmd, &h, op, 0, 0, NULL, 0, msg, sizeof(msg));
@@ -447,7 +451,7 @@ int cmd_snapshot_enable(int argc, char **argv)
 		return 2;
 	}
 	struct ctl_handle h;
-	if (open_target("snapshot-enable", spec, &h) < 0)
+	if (open_target("snapshot-enable", spec, CTL_OPEN_WRITE, &h) < 0)
 		return 1;
 	char msg[CTL_MSG];
 	int r = request("snapshot-enable", &h, CTL_OP_SNAP_ENABLE, 0, 0, NULL, 0, msg, sizeof(msg));
@@ -511,7 +515,7 @@ int cmd_buffer_size(int argc, char **argv)
 		}
 	}
 	struct ctl_handle h;
-	if (open_target("buffer-size", argv[1], &h) < 0)
+	if (open_target("buffer-size", argv[1], CTL_OPEN_WRITE, &h) < 0)
 		return 1;
 	char msg[CTL_MSG];
 	int r = request("buffer-size", &h, CTL_OP_BUFFER_SIZE, size, nsb | mode << 32, NULL, 0, msg, sizeof(msg));

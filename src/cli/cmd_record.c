@@ -1277,7 +1277,7 @@ static int live_open(struct rec *r, const char *pfx)
 {
 	char err[512];
 	pid_t pid;
-	if (ctl_resolve(r->attach_spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &r->ctl, err, sizeof(err)) < 0) {
+	if (ctl_resolve(r->attach_spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s%s\n", pfx, err);
 		return -1;
 	}
@@ -1509,7 +1509,7 @@ static void *follow_session(void *arg)
 	r->follow_ppid = s->ppid;
 	r->child = s->pid;
 	struct ctl_ring ring;
-	if (ctl_open(s->pid, &r->ctl, err, sizeof(err)) < 0 || ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+	if (ctl_open(s->pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err)) < 0 || ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
 		/* Gone already (its wait for us timed out), or untraceable. */
 		if (kill(s->pid, 0) == 0)
 			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
@@ -2155,7 +2155,7 @@ int cmd_snapshot(int argc, char **argv)
 	char err[512];
 	pid_t pid;
 	struct ctl_handle h;
-	if (ctl_resolve(spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, err, sizeof(err)) < 0) {
+	if (ctl_resolve(spec, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, CTL_OPEN_WRITE, err, sizeof(err)) < 0) {
 		fprintf(stderr, SPFX "%s\n", err);
 		return 1;
 	}
@@ -2324,7 +2324,7 @@ static int record_flight(struct rec *r)
 	char err[512];
 	int opened = 0, ws = 0;
 	for (;;) {
-		if (ctl_open(r->child, &r->ctl, err, sizeof(err)) == 0) {
+		if (ctl_open(r->child, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err)) == 0) {
 			opened = 1;
 			/* Pairs with the acquire load in flight_start(): it
 			 * may start now. */
@@ -2449,7 +2449,7 @@ int cmd_recover(int argc, char **argv)
 		const char *base = strrchr(what, '/');
 		snprintf(comm, sizeof(comm), "%s", base ? base + 1 : what);
 	} else {
-		if (ctl_resolve(what, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, err, sizeof(err)) < 0 ||
+		if (ctl_resolve(what, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &h, CTL_OPEN_WRITE, err, sizeof(err)) < 0 ||
 		    ctl_ring_open(&h, &ring, err, sizeof(err)) < 0) {
 			fprintf(stderr, RPFX "%s\n", err);
 			ctl_close(&h);

@@ -25,11 +25,11 @@ struct live {
 	size_t log_size;
 };
 
-static int live_open(const char *target, struct live *l)
+static int live_open(const char *target, int mode, struct live *l)
 {
 	char err[512];
 	pid_t pid;
-	if (ctl_resolve(target, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &l->h, err, sizeof(err)) < 0) {
+	if (ctl_resolve(target, &pid, err, sizeof(err)) < 0 || ctl_open(pid, &l->h, mode, err, sizeof(err)) < 0) {
 		fprintf(stderr, PFX "%s\n", err);
 		return -1;
 	}
@@ -69,7 +69,7 @@ static void live_close(struct live *l)
 int stack_live_load(const char *target, struct stack_files *ret)
 {
 	struct live l;
-	if (live_open(target, &l) < 0)
+	if (live_open(target, CTL_OPEN_READ, &l) < 0)
 		return -1;
 	struct rt_map *maps = NULL;
 	size_t nmaps = 0;
@@ -87,7 +87,7 @@ int stack_live_load(const char *target, struct stack_files *ret)
 int stack_live_reset(const char *target)
 {
 	struct live l;
-	if (live_open(target, &l) < 0)
+	if (live_open(target, CTL_OPEN_WRITE, &l) < 0)
 		return -1;
 	/* Ids already in the buffers would name other stacks after a reset:
 	 * only while tracing is off. A switch-on racing with us is safe

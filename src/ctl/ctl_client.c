@@ -67,16 +67,106 @@ static int validate(const struct ctl_block *b, uint64_t size, pid_t pid)
 	return 0;
 }
 
-int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen)
+/* A user's name for messages ("uid N" when it has none). */
+static const char *user_name(uid_t uid, char *buf, size_t size)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw)
+		snprintf(buf, size, "%s", pw->pw_name);
+	else
+		snprintf(buf, size, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* The start time (field 22 of stat) of the process behind procfd, 0 if
+ * unknown: with it, what we read through procfd is known to be the
+ * process that published the block, not one that reused its pid. */
+static uint64_t procfd_start_time(int procfd)
+{
+	char buf[1024];
+	int fd = openat(procfd, "stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	p += 2; /* field 3 */
+	for (int field = 3; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
+}
+
+/* The real uid of the process behind procfd (the first number of the
+ * Uid: line of its status). 0 or -errno. */
+static int procfd_real_uid(int procfd, uid_t *ret)
+{
+	char buf[4096];
+	int fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nUid:");
+	if (!p)
+		return -EBADMSG;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(p + 5, &end, 10);
+	if (end == p + 5 || errno || v > UINT32_MAX)
+		return -EBADMSG;
+	*ret = (uid_t)v;
+	return 0;
+}
+
+/*
+ * Whom a block may be trusted for. The block's file is written by the
+ * program, so its fields are the word of the process's user: the checks
+ * below make sure that user is who the files and /proc say, and that no
+ * one else could have written the block.
+ *
+ * Order, and why:
+ *  1. lstat the name: a missing block or a non-regular one ends here, and
+ *     a non-root caller is refused another user's block with the usual
+ *     message before anything is opened.
+ *  2. open it O_RDONLY | O_NOFOLLOW | O_NONBLOCK (a symlink planted at the
+ *     name fails, a FIFO cannot block us) and fstat what was opened:
+ *     regular, the right size. Only then is it mapped, PROT_READ.
+ *  3. The header is validated and staleness checked, so that a stale
+ *     block (its process gone, the pid reused by another user) stays
+ *     -ESRCH for `ps --clean` and ctl_remove_if_stale().
+ *  4. /proc/PID is opened as a directory descriptor and its start time
+ *     compared with the block's: every later look at the process (its
+ *     status, its descriptors) goes through that descriptor, and fails
+ *     rather than reach a process that reused the pid.
+ *  5. Ownership: the real uid (status) must own /proc/PID (so the program
+ *     is neither set-user-ID nor undumpable, where /proc belongs to
+ *     root) and the block's file, which must have one link and be
+ *     writable by its owner alone; a non-root caller must be that uid.
+ *  6. Only for CTL_OPEN_WRITE, and only now, is the same file reopened
+ *     read-write (through /proc/self/fd, so it is the inode checked) and
+ *     mapped shared writable.
+ */
+int ctl_open(pid_t pid, struct ctl_handle *h, int mode, char *err, size_t errlen)
 {
 	memset(h, 0, sizeof(*h));
 	h->pid = pid;
+	h->procfd = -1;
 	snprintf(h->path, sizeof(h->path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)pid);
 	if (pid <= 0) {
 		snprintf(err, errlen, "invalid pid %d", (int)pid);
 		return -EINVAL;
 	}
-	struct stat st;
+	char name[64], name2[64];
+	struct stat st, fst;
 	if (lstat(h->path, &st) < 0) {
 		if (kill(pid, 0) < 0 && errno == ESRCH)
 			snprintf(err, errlen, "no process %d", (int)pid);
@@ -89,27 +179,31 @@ int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen)
 		return -EBADMSG;
 	}
 	if (st.st_uid != geteuid() && geteuid() != 0) {
-		struct passwd *pw = getpwuid(st.st_uid);
 		snprintf(err, errlen, "process %d belongs to user %s: permission denied (only its user or root may control it)",
-			 (int)pid, pw ? pw->pw_name : "?");
+			 (int)pid, user_name(st.st_uid, name, sizeof(name)));
 		return -EPERM;
 	}
-	int fd = open(h->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(h->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot open %s: %s", h->path, strerror(e));
 		return -e;
 	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != CTL_TOTAL) {
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
 		close(fd);
-		snprintf(err, errlen, "%s is damaged or from another version of ringtrace (size %lld)", h->path,
-			 (long long)st.st_size);
+		snprintf(err, errlen, "%s is not a control block", h->path);
 		return -EBADMSG;
 	}
-	void *m = mmap(NULL, CTL_TOTAL, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	if ((uint64_t)fst.st_size != CTL_TOTAL) {
+		close(fd);
+		snprintf(err, errlen, "%s is damaged or from another version of ringtrace (size %lld)", h->path,
+			 (long long)fst.st_size);
+		return -EBADMSG;
+	}
+	void *m = mmap(NULL, CTL_TOTAL, PROT_READ, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		int e = errno;
+		close(fd);
 		snprintf(err, errlen, "cannot map %s: %s", h->path, strerror(e));
 		return -e;
 	}
@@ -118,23 +212,89 @@ int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen)
 	if (r < 0) {
 		snprintf(err, errlen, "%s is damaged or from another version of ringtrace: %s", h->path,
 			 r == -EPROTO ? "unknown version" : "bad header");
-		ctl_close(h);
-		return r;
+		goto fail;
 	}
-	if (ctl_is_stale(h->b)) {
+	char proc[32];
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	if (ctl_is_stale(h->b) || (h->procfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    procfd_start_time(h->procfd) != h->b->start_time) {
 		snprintf(err, errlen, "process %d is gone (stale control block; 'ringtrace ps --clean' removes it)",
 			 (int)pid);
-		ctl_close(h);
-		return -ESRCH;
+		r = -ESRCH;
+		goto fail;
 	}
+	struct stat pst;
+	if (procfd_real_uid(h->procfd, &h->uid) < 0 || fstat(h->procfd, &pst) < 0) {
+		snprintf(err, errlen, "process %d is gone (cannot read %s/status)", (int)pid, proc);
+		r = -ESRCH;
+		goto fail;
+	}
+	r = -EPERM;
+	if (pst.st_uid != h->uid) {
+		snprintf(err, errlen,
+			 "process %d runs as %s but %s belongs to %s (a set-user-ID or undumpable program): refused",
+			 (int)pid, user_name(h->uid, name, sizeof(name)), proc, user_name(pst.st_uid, name2, sizeof(name2)));
+		goto fail;
+	}
+	if (fst.st_uid != h->uid) {
+		snprintf(err, errlen, "%s belongs to %s but process %d runs as %s: refused", h->path,
+			 user_name(fst.st_uid, name, sizeof(name)), (int)pid, user_name(h->uid, name2, sizeof(name2)));
+		goto fail;
+	}
+	if ((fst.st_mode & (S_IWGRP | S_IWOTH)) || fst.st_nlink != 1) {
+		snprintf(err, errlen, "%s is %s: refused", h->path,
+			 fst.st_nlink != 1 ? "linked elsewhere" : "writable by other users");
+		goto fail;
+	}
+	if (h->uid != geteuid() && geteuid() != 0) {
+		snprintf(err, errlen, "process %d belongs to user %s: permission denied (only its user or root may control it)",
+			 (int)pid, user_name(h->uid, name, sizeof(name)));
+		goto fail;
+	}
+	if (mode == CTL_OPEN_WRITE) {
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		int wfd = open(self, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		struct stat wst;
+		void *w = MAP_FAILED;
+		int e = errno;
+		if (wfd >= 0) {
+			if (fstat(wfd, &wst) < 0)
+				e = errno;
+			else if (wst.st_dev != fst.st_dev || wst.st_ino != fst.st_ino)
+				e = ESTALE; /* cannot be: the same open file */
+			else if ((w = mmap(NULL, CTL_TOTAL, PROT_READ | PROT_WRITE, MAP_SHARED, wfd, 0)) == MAP_FAILED)
+				e = errno;
+			close(wfd);
+		}
+		if (w == MAP_FAILED) {
+			snprintf(err, errlen, "cannot open %s for writing: %s", h->path, strerror(e));
+			r = -e;
+			goto fail;
+		}
+		munmap(h->b, CTL_TOTAL);
+		h->b = w;
+		h->writable = 1;
+	}
+	close(fd);
 	return 0;
+fail:
+	close(fd);
+	ctl_close(h);
+	return r;
 }
 
 void ctl_close(struct ctl_handle *h)
 {
-	if (h->b)
+	/* h->b set means ctl_open() succeeded or is failing: procfd is ours
+	 * then (a zeroed handle that never opened has b NULL). */
+	if (h->b) {
 		munmap(h->b, CTL_TOTAL);
+		if (h->procfd >= 0)
+			close(h->procfd);
+	}
 	h->b = NULL;
+	h->procfd = -1;
 }
 
 void ctl_scan(void (*fn)(pid_t pid, const char *path, void *arg), void *arg)
@@ -170,7 +330,7 @@ static void resolve_one(pid_t pid, const char *path, void *arg)
 	struct resolve *rs = arg;
 	struct ctl_handle h;
 	char err[256];
-	if (ctl_open(pid, &h, err, sizeof(err)) < 0)
+	if (ctl_open(pid, &h, CTL_OPEN_READ, err, sizeof(err)) < 0)
 		return;
 	const char *base = strrchr(h.b->exe, '/');
 	base = base ? base + 1 : h.b->exe;
@@ -238,6 +398,10 @@ int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1,
 	struct ctl_block *b = h->b;
 	int ret;
 	msg[0] = 0;
+	if (!h->writable) {
+		snprintf(msg, msglen, "the control block of process %d was opened read-only", (int)h->pid);
+		return -EBADF;
+	}
 	if (textlen > CTL_TEXT - 2) {
 		snprintf(msg, msglen, "patterns too long (%zu bytes, at most %d)", textlen, CTL_TEXT - 2);
 		return -E2BIG;
@@ -370,26 +534,100 @@ int ctl_spare_open(struct ctl_handle *h, struct ctl_ring *ring, char *err, size_
 	return r;
 }
 
-/* Map the region behind descriptor fdn of the program, validated. */
+/* Whether a descriptor's link names ringtrace buffers: the program's own
+ * (a memfd, agent.c) or those of `ringtrace record` (rb_shm_create():
+ * DIR/ringtrace-PID-XXXXXXXX, unlinked once the program has them). Only a
+ * first filter: ownership is what makes the descriptor trusted. */
+static int ring_link_ok(const char *link)
+{
+	static const char memfd[] = "/memfd:ringtrace-";
+	if (!strncmp(link, memfd, sizeof(memfd) - 1))
+		return 1;
+	const char *base = strrchr(link, '/');
+	if (link[0] != '/' || !base || strncmp(base + 1, "ringtrace-", 10) != 0)
+		return 0;
+	const char *p = base + 11;
+	size_t digits = strspn(p, "0123456789");
+	if (!digits || p[digits] != '-')
+		return 0;
+	p += digits + 1;
+	if (strspn(p, "0123456789abcdef") != 8)
+		return 0;
+	p += 8;
+	return !*p || !strcmp(p, " (deleted)");
+}
+
+/*
+ * Map the region behind descriptor fdn of the program, validated. fdn is
+ * the block's word, so nothing is opened before the descriptor is known
+ * to be the process's user's buffers:
+ *  1. readlink fd/N (through the pinned /proc/PID): the name of ringtrace
+ *     buffers, not a file the program happens to hold;
+ *  2. stat fd/N, which follows the magic link to the open file's inode:
+ *     a regular file owned by the process's real uid, of a sane size. A
+ *     root-owned file handed to another user's program ends here, before
+ *     any open;
+ *  3. open fd/N, read-write only for a writable handle, and fstat what
+ *     was opened: the same st_dev/st_ino as in 2 (the program may have
+ *     replaced its descriptor between 2 and 3), owner and size again.
+ */
 static int map_program_fd(struct ctl_handle *h, int32_t fdn, struct ctl_ring *ring, char *err, size_t errlen)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)h->pid, (int)fdn);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot open the buffers of process %d (%s): %s", (int)h->pid, path,
-			 strerror(e));
-		return -e;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size < sizeof(struct ringtrace__shm_header)) {
-		close(fd);
+	char rel[32], link[PATH_MAX], name[64], name2[64];
+	snprintf(rel, sizeof(rel), "fd/%d", (int)fdn);
+	const uint64_t max_size = UINT64_C(1) << 40;
+	if (fdn < 0 || fdn > (1 << 24) || h->procfd < 0) {
 		snprintf(err, errlen, "descriptor %d of process %d is not ringtrace buffers", (int)fdn, (int)h->pid);
 		return -EBADMSG;
 	}
-	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ssize_t n = readlinkat(h->procfd, rel, link, sizeof(link) - 1);
+	if (n < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open the buffers of process %d (/proc/%d/%s): %s", (int)h->pid,
+			 (int)h->pid, rel, strerror(e));
+		return -e;
+	}
+	link[n] = 0;
+	if (!ring_link_ok(link)) {
+		snprintf(err, errlen, "descriptor %d of process %d is not ringtrace buffers (%.200s): refused", (int)fdn,
+			 (int)h->pid, link);
+		return -EPERM;
+	}
+	struct stat st0, st;
+	if (fstatat(h->procfd, rel, &st0, 0) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open the buffers of process %d (/proc/%d/%s): %s", (int)h->pid,
+			 (int)h->pid, rel, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st0.st_mode) || (uint64_t)st0.st_size < sizeof(struct ringtrace__shm_header) ||
+	    (uint64_t)st0.st_size > max_size) {
+		snprintf(err, errlen, "descriptor %d of process %d is not ringtrace buffers", (int)fdn, (int)h->pid);
+		return -EBADMSG;
+	}
+	if (st0.st_uid != h->uid) {
+		snprintf(err, errlen, "descriptor %d of process %d belongs to %s, not to the process's user %s: refused",
+			 (int)fdn, (int)h->pid, user_name(st0.st_uid, name, sizeof(name)),
+			 user_name(h->uid, name2, sizeof(name2)));
+		return -EPERM;
+	}
+	int fd = openat(h->procfd, rel, (h->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot open the buffers of process %d (/proc/%d/%s): %s", (int)h->pid,
+			 (int)h->pid, rel, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || st.st_dev != st0.st_dev || st.st_ino != st0.st_ino || st.st_uid != h->uid ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct ringtrace__shm_header) ||
+	    (uint64_t)st.st_size > max_size) {
+		close(fd);
+		snprintf(err, errlen, "descriptor %d of process %d changed while it was opened: refused", (int)fdn,
+			 (int)h->pid);
+		return -EPERM;
+	}
+	int prot = h->writable ? PROT_READ | PROT_WRITE : PROT_READ;
+	void *m = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED) {
 		int e = errno;
@@ -507,7 +745,7 @@ int ctl_remove_if_stale(pid_t pid)
 		return 0;
 	struct ctl_handle h;
 	char err[256];
-	int r = ctl_open(pid, &h, err, sizeof(err));
+	int r = ctl_open(pid, &h, CTL_OPEN_READ, err, sizeof(err));
 	if (r == 0) {
 		ctl_close(&h);
 		return 0; /* alive: not ours to remove */

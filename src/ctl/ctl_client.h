@@ -17,12 +17,29 @@
 
 struct ctl_handle {
 	pid_t pid;
-	struct ctl_block *b;         /* mapped read-write */
+	struct ctl_block *b;         /* mapped read-only, or read-write for CTL_OPEN_WRITE */
 	char path[64];
+	uid_t uid;                   /* the process's real uid, from /proc (never the block's word) */
+	int writable;                /* CTL_OPEN_WRITE: requests, buffers mapped read-write */
+	int procfd;                  /* /proc/PID, pinning the process that was checked */
 };
 
-/* Map and validate the block of `pid`. */
-int ctl_open(pid_t pid, struct ctl_handle *h, char *err, size_t errlen);
+/* How a command uses a program: CTL_OPEN_READ only looks (ps, list, stat;
+ * the block and the buffers are opened O_RDONLY and mapped PROT_READ, and
+ * ctl_request() refuses); CTL_OPEN_WRITE sends requests and consumes the
+ * buffers. */
+enum { CTL_OPEN_READ = 0, CTL_OPEN_WRITE = 1 };
+
+/*
+ * Map and validate the block of `pid`. Besides its layout, the block is
+ * trusted only if its file is a regular file with one link, writable by
+ * its owner alone, and owned by the process's real uid, which also owns
+ * /proc/PID; a non-root caller must be that uid. Nothing is opened
+ * writable before these checks passed. -ESRCH: no such process, no block,
+ * or a stale one; -EPERM: refused (the message says why); -EBADMSG or
+ * -EPROTO: damaged or from another version.
+ */
+int ctl_open(pid_t pid, struct ctl_handle *h, int mode, char *err, size_t errlen);
 void ctl_close(struct ctl_handle *h);
 
 /* A process by pid ("1234") or by name (comm or executable's base name,
@@ -45,15 +62,20 @@ void ctl_scan(void (*fn)(pid_t pid, const char *path, void *arg), void *arg);
 
 /*
  * Send one request and wait for the answer (at most timeout_ms; a process
- * that exits meanwhile ends the wait with -ESRCH). Returns the program's
+ * that exits meanwhile ends the wait with -ESRCH). -EBADF if the handle
+ * was opened CTL_OPEN_READ. Returns the program's
  * result (>= 0, or its -errno with its message in `msg`), or a negative
  * errno of our own with a message in `msg`.
  */
 int ctl_request(struct ctl_handle *h, uint32_t op, uint64_t arg0, uint64_t arg1, const char *text,
 		size_t textlen, int timeout_ms, char *msg, size_t msglen);
 
-/* The program's buffers, mapped read-write through /proc/PID/fd/N and
- * validated (ring_gen tells whether they are still current). */
+/* The program's buffers, mapped through /proc/PID/fd/N (read-write only if
+ * the handle is) and validated (ring_gen tells whether they are still
+ * current). The descriptor must be ringtrace buffers by its name (a
+ * memfd, or a region `ringtrace record` created) and a regular file owned
+ * by the process's uid; that is checked before it is opened, and again on
+ * what was opened. -EPERM when refused so. */
 struct ctl_ring {
 	void *mem;
 	uint64_t size;

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	pid_t pid = (pid_t)strtol(argv[1], NULL, 10);
 	char err[512];
 	struct ctl_handle h;
-	if (ctl_open(pid, &h, err, sizeof(err)) < 0) {
+	if (ctl_open(pid, &h, CTL_OPEN_WRITE, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ctlhold: %s\n", err);
 		return 1;
 	}

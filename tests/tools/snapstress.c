@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 		return 2;
 	char err[512], msg[CTL_MSG];
 	struct ctl_handle h;
-	if (ctl_open(pid, &h, err, sizeof(err)) < 0) {
+	if (ctl_open(pid, &h, CTL_OPEN_WRITE, err, sizeof(err)) < 0) {
 		fprintf(stderr, "snapstress: %s\n", err);
 		return 2;
 	}

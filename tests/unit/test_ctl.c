@@ -1,6 +1,8 @@
 /*
  * test_ctl.c - the controller's side of the control block against hostile
- * input: patterns, registry logs, damaged or foreign blocks.
+ * input: patterns, registry logs, damaged or foreign blocks, blocks and
+ * descriptors whose owner or mode make them untrustworthy, and the
+ * read-only opening of the commands that only look.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,7 +132,7 @@ static void test_damaged_blocks(void **state)
 
 	/* Wrong size. */
 	write_block(NULL, 100);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, "damaged"));
 
 	/* Right size, garbage. */
@@ -138,7 +141,7 @@ static void test_damaged_blocks(void **state)
 	for (size_t i = 0; i < CTL_TOTAL; i++)
 		junk[i] = (char)(i * 131 + 7);
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 
 	/* A well-formed block of another version. */
 	struct ctl_block *b = (struct ctl_block *)(void *)junk;
@@ -147,30 +150,30 @@ static void test_damaged_blocks(void **state)
 	b->version = CTL_VERSION + 1;
 	b->header_size = sizeof(*b);
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EPROTO);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EPROTO);
 
 	/* Valid layout but offsets moved, or another pid inside. */
 	valid_header(b, getpid());
 	b->reg_off = CTL_REG_OFF + 8;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 	b->reg_off = CTL_REG_OFF;
 	b->pid = (uint32_t)getpid() + 1;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EBADMSG);
 
 	/* Well formed, but not published by this process (it does not map
 	 * it and its start time differs): stale. */
 	b->pid = (uint32_t)getpid();
 	b->start_time = 1;
 	write_block(junk, CTL_TOTAL);
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "stale"));
 	unlink(path);
 	free(junk);
 
 	/* No block at all; a pid that does not exist. */
-	assert_int_equal(ctl_open(getpid(), &h, err, sizeof(err)), -ESRCH);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "does not use libringtrace"));
 	pid_t none;
 	assert_int_equal(ctl_resolve("0", &none, err, sizeof(err)), -EINVAL);
@@ -229,6 +232,163 @@ static void test_remove_if_stale(void **state)
 	assert_int_equal(ctl_remove_if_stale(z), 0);
 }
 
+/*
+ * A live, well-formed block of this process (its start time, mapped by us
+ * so that it is not stale), file mode `mode`; ring_fd = fdn (-1: none).
+ * Returns our mapping, which the caller unmaps.
+ */
+static struct ctl_block *own_block(mode_t mode, int fdn)
+{
+	snprintf(path, sizeof(path), "%s/%s%d", CTL_DIR, CTL_PREFIX, (int)getpid());
+	unlink(path);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, CTL_TOTAL), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	struct ctl_block *b = mmap(NULL, CTL_TOTAL, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(b != MAP_FAILED);
+	valid_header(b, getpid());
+	b->start_time = ctl_proc_start_time(getpid());
+	b->uid = 0; /* the block's word: never shown as the owner */
+	b->ring_fd = fdn;
+	b->session = fdn >= 0 ? CTL_SESSION_OWN : CTL_SESSION_NONE;
+	return b;
+}
+
+/* The permissions column of /proc/self/maps for the mapping at addr. */
+static void map_perms(const void *addr, char ret[5])
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	assert_non_null(f);
+	char line[512];
+	ret[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && (uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+			memcpy(ret, perms, 5);
+	}
+	fclose(f);
+}
+
+/*
+ * CTL_OPEN_READ maps the block read-only and refuses requests; the owner
+ * is the process's real uid, not the block's uid field; CTL_OPEN_WRITE
+ * maps it writable.
+ */
+static void test_open_modes(void **state)
+{
+	(void)state;
+	struct ctl_block *mine = own_block(0600, -1);
+	struct ctl_handle h;
+	char err[512], perms[5];
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), 0);
+	assert_int_equal(h.uid, getuid());
+	assert_int_equal(h.writable, 0);
+	map_perms(h.b, perms);
+	assert_string_equal(perms, "r--s");
+	char msg[256];
+	assert_int_equal(ctl_request(&h, CTL_OP_ON, 0, 0, NULL, 0, 100, msg, sizeof(msg)), -EBADF);
+	assert_non_null(strstr(msg, "read-only"));
+	assert_int_equal(mine->cmd_lock, 0); /* the mailbox was not taken */
+	ctl_close(&h);
+	ctl_close(&h); /* twice: harmless */
+
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_WRITE, err, sizeof(err)), 0);
+	assert_int_equal(h.writable, 1);
+	map_perms(h.b, perms);
+	assert_string_equal(perms, "rw-s");
+	ctl_close(&h);
+	munmap(mine, CTL_TOTAL);
+	unlink(path);
+}
+
+/* A block others may write, or with a second name, is refused (-EPERM),
+ * in both modes; one owned by another user than the process's, too. */
+static void test_untrusted_block(void **state)
+{
+	(void)state;
+	struct ctl_handle h;
+	char err[512];
+	struct ctl_block *mine = own_block(0666, -1);
+	for (int mode = CTL_OPEN_READ; mode <= CTL_OPEN_WRITE; mode++) {
+		assert_int_equal(ctl_open(getpid(), &h, mode, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "writable by other users"));
+	}
+	munmap(mine, CTL_TOTAL);
+
+	mine = own_block(0620, -1);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EPERM);
+	munmap(mine, CTL_TOTAL);
+
+	mine = own_block(0600, -1);
+	char other[80];
+	snprintf(other, sizeof(other), "%s.link", path);
+	unlink(other);
+	if (link(path, other) == 0) {
+		assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "linked elsewhere"));
+		unlink(other);
+	}
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "runs as"));
+	}
+	munmap(mine, CTL_TOTAL);
+	unlink(path);
+}
+
+/*
+ * The descriptor a block names is refused unless it is ringtrace buffers
+ * by its name and owned by the process's user; a memfd of the right name
+ * and owner is opened (read-only here) and then found damaged.
+ */
+static void test_untrusted_ring_fd(void **state)
+{
+	(void)state;
+	struct ctl_handle h;
+	struct ctl_ring ring;
+	char err[512];
+
+	/* A file of ours with another name. */
+	char tmp[] = "/tmp/ringtrace-test-ctl.XXXXXX";
+	int tfd = mkstemp(tmp);
+	assert_true(tfd >= 0);
+	unlink(tmp);
+	assert_int_equal(ftruncate(tfd, 1 << 20), 0);
+	struct ctl_block *mine = own_block(0600, tfd);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), 0);
+	assert_int_equal(ctl_ring_open(&h, &ring, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "not ringtrace buffers"));
+	ctl_close(&h);
+	munmap(mine, CTL_TOTAL);
+	close(tfd);
+
+	/* A memfd named like the program's buffers, holding garbage. */
+	int mfd = (int)syscall(SYS_memfd_create, "ringtrace-ring", 0u);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 1 << 20), 0);
+	mine = own_block(0600, mfd);
+	assert_int_equal(ctl_open(getpid(), &h, CTL_OPEN_READ, err, sizeof(err)), 0);
+	assert_int_equal(ctl_ring_open(&h, &ring, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "damaged"));
+	/* The same, owned by another user than the process's. */
+	if (geteuid() == 0) {
+		assert_int_equal(fchown(mfd, 65534, 65534), 0);
+		assert_int_equal(ctl_ring_open(&h, &ring, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "belongs to"));
+	}
+	/* A descriptor the process does not have. */
+	mine->ring_fd = 1 << 20;
+	assert_int_equal(ctl_ring_open(&h, &ring, err, sizeof(err)), -ENOENT);
+	ctl_close(&h);
+	munmap(mine, CTL_TOTAL);
+	close(mfd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +396,9 @@ int main(void)
 		cmocka_unit_test(test_log),
 		cmocka_unit_test(test_damaged_blocks),
 		cmocka_unit_test(test_remove_if_stale),
+		cmocka_unit_test(test_open_modes),
+		cmocka_unit_test(test_untrusted_block),
+		cmocka_unit_test(test_untrusted_ring_fd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
