@@ -70,6 +70,36 @@ static int check_dir(int dfd, unsigned flags, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * A symlink given as the directory (`-o ~/traces/latest`) is followed only
+ * when we or root made it and it sits in a directory no other user may
+ * change (check_dir's rule without the allowance), so that nobody can
+ * swap it between this check and the open: the rule fs.protected_symlinks
+ * applies to sticky directories, for every directory. Where it points is
+ * then checked as any output directory is.
+ */
+static int link_trusted(int at, const char *path, const struct stat *lst)
+{
+	if (lst->st_uid != geteuid() && lst->st_uid != 0)
+		return 0;
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == path)
+		snprintf(parent, sizeof(parent), "/");
+	else if ((size_t)(slash - path) < sizeof(parent))
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	else
+		return 0;
+	int pfd = openat(at, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	int ok = check_dir(pfd, 0, NULL, 0) == 0;
+	close(pfd);
+	return ok;
+}
+
 int outdir_open(int at, const char *path, unsigned flags, int *ret_created, char *err, size_t errlen)
 {
 	int created = 0;
@@ -84,9 +114,15 @@ int outdir_open(int at, const char *path, unsigned flags, int *ret_created, char
 		int e = errno;
 		struct stat st;
 		if ((e == ELOOP || e == ENOTDIR) && fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode))
-			return fail(ELOOP, err, errlen, "is a symbolic link (give the directory itself)");
-		return fail(e, err, errlen, strerror(e));
+		    S_ISLNK(st.st_mode)) {
+			if (!link_trusted(at, path, &st))
+				return fail(ELOOP, err, errlen,
+					    "is a symbolic link another user made or could replace (give the directory itself)");
+			dfd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			e = errno;
+		}
+		if (dfd < 0)
+			return fail(e, err, errlen, strerror(e));
 	}
 	int k = check_dir(dfd, flags, err, errlen);
 	if (k == 0 && !created && (flags & OUTDIR_EMPTY)) {

@@ -35,7 +35,8 @@
 
 /*
  * Open `path` (relative to `at`, or AT_FDCWD) as an output directory:
- * O_DIRECTORY|O_NOFOLLOW (a symlink is refused), created 0755 first with
+ * O_DIRECTORY|O_NOFOLLOW (a symlink only if we or root made it, in a
+ * directory no one else may change; else refused), created 0755 first with
  * OUTDIR_CREATE when missing (*ret_created, if given, says whether it was).
  * Refused unless OUTDIR_ALLOW_SHARED: a directory owned by neither us nor
  * root, or one that group or others may write without the sticky bit.

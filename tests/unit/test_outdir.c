@@ -117,11 +117,29 @@ static void test_dir_checks(void **state)
 	assert_int_equal(outdir_open(AT_FDCWD, p, OUTDIR_CREATE | OUTDIR_EMPTY, NULL, err, sizeof(err)), -ENOTEMPTY);
 	assert_non_null(strstr(err, "not empty"));
 
-	/* A symlink to a directory, even with OUTDIR_ALLOW_SHARED. */
+	/* Our own symlink in a directory only we may change: followed, to
+	 * the directory it names. */
 	char l[128];
+	struct stat a, b;
 	path(l, sizeof(l), f, "link");
 	assert_int_equal(symlink(p, l), 0);
-	assert_int_equal(outdir_open(AT_FDCWD, l, OUTDIR_CREATE | OUTDIR_ALLOW_SHARED, NULL, err, sizeof(err)),
+	fd = outdir_open(AT_FDCWD, l, OUTDIR_CREATE, NULL, err, sizeof(err));
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat(p, &b), 0);
+	assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	close(fd);
+
+	/* The same link in a directory others may change (it could be
+	 * swapped between the check and the open): refused, even with
+	 * OUTDIR_ALLOW_SHARED. */
+	char sd[128], sl[160];
+	path(sd, sizeof(sd), f, "shared");
+	assert_int_equal(mkdir(sd, 0700), 0);
+	assert_int_equal(chmod(sd, 0777), 0);
+	snprintf(sl, sizeof(sl), "%s/link", sd);
+	assert_int_equal(symlink(p, sl), 0);
+	assert_int_equal(outdir_open(AT_FDCWD, sl, OUTDIR_CREATE | OUTDIR_ALLOW_SHARED, NULL, err, sizeof(err)),
 			 -ELOOP);
 	assert_non_null(strstr(err, "symbolic link"));
 
