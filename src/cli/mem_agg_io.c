@@ -168,6 +168,17 @@ void *agg_attach_pid(int pid, size_t *ret_size, char *err, size_t errlen)
 		snprintf(err, errlen, "pid %d: %s", pid, strerror(errno));
 		return NULL;
 	}
+	/* Root may look at anyone's counters, but only at a memfd of the
+	 * process's own user: a file another user's program holds (handed
+	 * in, say, by root) is not opened on the strength of its name. The
+	 * owner of /proc/PID is the process's user (root for a set-user-ID
+	 * or undumpable one, whose descriptors root owns anyway). */
+	struct stat pst;
+	if (stat(dpath, &pst) < 0) {
+		snprintf(err, errlen, "pid %d: %s", pid, strerror(errno));
+		closedir(d);
+		return NULL;
+	}
 	void *m = NULL;
 	struct dirent *e;
 	while (!m && (e = readdir(d))) {
@@ -179,13 +190,17 @@ void *agg_attach_pid(int pid, size_t *ret_size, char *err, size_t errlen)
 		if (k <= 0)
 			continue;
 		link[k] = 0;
-		if (!strstr(link, "memfd:" MEMFD_NAME))
+		if (strncmp(link, "/memfd:" MEMFD_NAME, strlen("/memfd:" MEMFD_NAME)) != 0)
 			continue;
-		int fd = open(fpath, O_RDONLY | O_CLOEXEC);
-		struct stat st;
+		/* stat follows the magic link to the open file: checked before
+		 * the open, and the open's fstat must find the same inode. */
+		struct stat st0, st;
+		if (stat(fpath, &st0) < 0 || !S_ISREG(st0.st_mode) || st0.st_uid != pst.st_uid)
+			continue;
+		int fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		if (fstat(fd, &st) == 0 && st.st_dev == st0.st_dev && st.st_ino == st0.st_ino && st.st_size > 0) {
 			void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 			uint32_t n;
 			if (p != MAP_FAILED && memagg_check(p, (size_t)st.st_size, &n)) {
