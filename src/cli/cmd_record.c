@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1103,6 +1104,7 @@ static void finish(struct rec *r, int salvage)
 static int record_attach(struct rec *r);
 static int follow_begin(struct rec *r);
 static void follow_end(struct rec *r, unsigned linger_ms);
+static void follow_reap(pid_t keep);
 static int record_flight(struct rec *r);
 
 static int record_attach_snapshot(struct rec *r);
@@ -1190,6 +1192,8 @@ int cmd_record(int argc, char **argv)
 	for (;;) {
 		unsigned got = record_round(&r);
 		siginfo_t si = { 0 };
+		if (r.follow)
+			follow_reap(exited ? 0 : r.child);
 		/* WNOWAIT: a zombie's /proc entry still names its main thread. */
 		if (!exited && waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == r.child) {
@@ -1371,26 +1375,56 @@ out:
  * program it or a followed child executes, with --follow-exec) traces
  * into buffers of its own, allocated with our parameters before it goes
  * on (src/lib/agent.c, follow_start()), and tells us so: one datagram on
- * a socket of ours whose abstract name RINGTRACE_FOLLOW gives it. The
- * kernel tells us who sent it (SO_PASSCRED): only our user's processes
- * (any with root) are followed. One thread receives them; each followed
- * process then gets a thread that does what `record -p` does (control
- * block, buffers mapped through /proc/PID/fd/N, reader claimed), wakes it
- * (it waits for us 1 s at most), and records it into
- * DIR/children/PID-NAME until it exits or execs (the new program is a
- * trace of its own). Its summary line is printed when it ends.
+ * a socket of ours whose abstract name RINGTRACE_FOLLOW gives it. One
+ * thread receives them; each followed process then gets a thread that
+ * does what `record -p` does (control block, buffers mapped through
+ * /proc/PID/fd/N, reader claimed), wakes it (it waits for us 1 s at
+ * most), and records it into DIR/children/PID-NAME until it exits or
+ * execs (the new program is a trace of its own). Its summary line is
+ * printed when it ends.
+ *
+ * Who may ask. The name is visible to everyone (/proc/net/unix) and
+ * root may trace any uid, so the name proves nothing: the kernel tells
+ * us the sender's pid (SO_PASSCRED), and only a process descended from
+ * us (the program, or one of its descendants) is followed. We check
+ * that by walking the parent links in /proc/PID/stat up to our own pid.
+ * A process whose parent exits is reparented to the nearest "child
+ * subreaper" above it, else to init, which would cut the chain: so we
+ * make ourselves a subreaper (PR_SET_CHILD_SUBREAPER) and the orphans of
+ * the traced tree become our children, still on a chain that ends at us
+ * (we reap them, follow_reap()). The uid check stays too: without root,
+ * only our user's processes. A notice from anyone else is dropped
+ * without a word and counted; the count is reported once, at the end.
+ * We do not hand the channel down as an inherited descriptor: programs
+ * that close every descriptor (daemons, Python's subprocess) would then
+ * lose following, where a pid lineage survives them.
+ *
+ * The pid a notice names may have been reused by the time we look: the
+ * lineage check notes the process's start time, and the session refuses
+ * a control block whose process started at another time.
+ *
+ * A burst of forks can fill the socket's queue (net.unix.max_dgram_qlen,
+ * often 10): the child then waits for room, within its usual 1 s. A
+ * process that asked and could not be followed is counted and named in
+ * the summary.
  *
  * The recording ends when the program has exited, no followed process is
- * left, and no notice came for a short while (a child forked just before
- * its parent exited may still be on its way).
+ * left, and no process started or ended being followed for a short while
+ * (a child forked just before its parent exited may still be on its
+ * way). Only genuine followed processes count there: notices that are
+ * refused or lead nowhere never keep a recording alive.
  */
 struct follow_sess {
 	struct follow_sess *next;
 	pthread_t th;
 	struct follow *f;
 	pid_t pid, ppid;
+	uint64_t start;              /* its start time when its lineage was checked */
 	char kind[8];
 };
+
+#define FOLLOW_MAX_DEPTH 4096        /* parent links walked, at most */
+#define FOLLOW_NAMED 64              /* processes named in the summary, at most */
 
 struct follow {
 	const struct rec *top;       /* the program's recording: options, DIR */
@@ -1401,7 +1435,12 @@ struct follow {
 	struct follow_sess *sessions;
 	unsigned running;            /* sessions still recording */
 	uint64_t last_ms;            /* when the last one started or ended */
+	unsigned nlost;              /* descendants that asked but could not be followed */
+	pid_t lost[FOLLOW_NAMED];    /* ... the first ones */
 	int stop;
+	/* The receiving thread's own (read by follow_end() after the join). */
+	unsigned long long refused;  /* notices from outside the traced program */
+	unsigned long long malformed; /* notices from inside that made no sense */
 };
 
 /* In the program's child, before exec: what followed processes record
@@ -1474,9 +1513,19 @@ static void *follow_session(void *arg)
 	r->follow_kind = s->kind;
 	r->follow_ppid = s->ppid;
 	r->child = s->pid;
+	int followed = 0;
 	struct ctl_ring ring;
-	if (ctl_open(s->pid, &r->ctl, err, sizeof(err)) < 0 || ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+	if (ctl_open(s->pid, &r->ctl, err, sizeof(err)) < 0) {
 		/* Gone already (its wait for us timed out), or untraceable. */
+		if (kill(s->pid, 0) == 0)
+			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
+		goto out;
+	}
+	if (r->ctl.b->start_time != s->start) {
+		/* Not the process whose lineage we checked: its pid was reused. */
+		goto out;
+	}
+	if (ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
 		if (kill(s->pid, 0) == 0)
 			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
@@ -1501,6 +1550,10 @@ static void *follow_session(void *arg)
 	}
 	if (alloc_stream_fds(r) < 0 || follow_outdir(r, f->top->outdir) < 0)
 		goto out;
+	followed = 1;
+	pthread_mutex_lock(&f->lock);
+	f->last_ms = mono_ms();
+	pthread_mutex_unlock(&f->lock);
 	/* Its buffers are its own, fresh: every loss counted in them is a
 	 * loss of this recording. */
 	for (;;) {
@@ -1525,9 +1578,44 @@ out:
 	cleanup(r);
 	pthread_mutex_lock(&f->lock);
 	f->running--;
-	f->last_ms = mono_ms();
+	if (followed)
+		f->last_ms = mono_ms();
+	else if (f->nlost++ < FOLLOW_NAMED)
+		f->lost[f->nlost - 1] = s->pid;
 	pthread_mutex_unlock(&f->lock);
 	return NULL;
+}
+
+/*
+ * Is pid ours to follow: does its chain of parents reach us? We are a
+ * child subreaper (follow_begin()), so a process of the traced tree whose
+ * parent exits is reparented to us, not to init, and stays on a chain that
+ * ends here. A chain cut under our feet (a process on it exited and was
+ * reaped while we read) is read again. On yes, *ret_start is its start
+ * time, read before and after the walk: the pid named the same process
+ * all along.
+ */
+static int follow_descends(pid_t pid, uint64_t *ret_start)
+{
+	pid_t me = getpid();
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uint64_t st = ctl_proc_start_time(pid);
+		if (st == 0)
+			return 0;
+		pid_t p = pid;
+		int depth = 0;
+		while (p != me && p > 1 && depth++ < FOLLOW_MAX_DEPTH)
+			p = ctl_proc_ppid(p);
+		if (p == me) {
+			if (ctl_proc_start_time(pid) != st)
+				return 0;
+			*ret_start = st;
+			return 1;
+		}
+		if (p != -1)
+			return 0; /* init, another namespace's root, or too deep */
+	}
+	return 0;
 }
 
 /* One notice: "RTFOLLOW1 fork|exec PPID", from the pid the kernel names. */
@@ -1555,22 +1643,33 @@ static void follow_receive(struct follow *f)
 			cr = (const struct ucred *)(const void *)CMSG_DATA(h);
 	char kind[8];
 	int ppid;
-	if (!cr || cr->pid <= 0 || (cr->uid != geteuid() && geteuid() != 0) ||
-	    sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec")))
+	uint64_t start = 0;
+	/* No word per refusal: anyone may send to the name, as often as they
+	 * like. */
+	if (!cr || cr->pid <= 0 || (cr->uid != geteuid() && geteuid() != 0) || !follow_descends(cr->pid, &start)) {
+		f->refused++;
 		return;
+	}
+	if (sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec"))) {
+		f->malformed++;
+		return;
+	}
 	struct follow_sess *s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
 	s->f = f;
 	s->pid = cr->pid;
 	s->ppid = ppid;
+	s->start = start;
 	snprintf(s->kind, sizeof(s->kind), "%s", kind);
 	pthread_mutex_lock(&f->lock);
+	/* `running` keeps the recording going until the session knows
+	 * whether the process is really followed; only then does it move
+	 * last_ms. */
 	if (pthread_create(&s->th, NULL, follow_session, s) == 0) {
 		s->next = f->sessions;
 		f->sessions = s;
 		f->running++;
-		f->last_ms = mono_ms();
 	} else {
 		fprintf(stderr, PFX "cannot follow process %d: no thread\n", (int)s->pid);
 		free(s);
@@ -1579,12 +1678,18 @@ static void follow_receive(struct follow *f)
 }
 
 /* The receiving thread: until told to stop, and then until the socket
- * is empty. All signals blocked (inherited: the main thread gets them). */
+ * is empty, or after what a full queue holds at most (a sender that
+ * keeps it full cannot keep us here). All signals blocked (inherited: the
+ * main thread gets them). */
 static void *follow_main(void *arg)
 {
 	struct follow *f = arg;
+	unsigned after_stop = 0;
 	for (;;) {
+		/* Pairs with the release store in follow_end(). */
 		int stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+		if (stop && after_stop++ >= 256)
+			break;
 		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
 		int k = poll(&pfd, 1, stop ? 0 : 50);
 		if (k > 0)
@@ -1620,6 +1725,10 @@ static int follow_begin(struct rec *r)
 		fprintf(stderr, PFX "cannot create the socket followed processes report to: %s\n", strerror(errno));
 		goto fail;
 	}
+	/* Orphans of the traced tree become ours: their lineage stays
+	 * checkable (follow_descends()). Without it (it never fails on a
+	 * kernel we run on), such an orphan would only be refused. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1639,7 +1748,42 @@ fail:
 	return -1;
 }
 
-/* Wait until no followed process is left and no notice came for
+/* Reap the orphans of the traced tree, ours since we are their subreaper
+ * (follow_begin()), but never `keep` (the program, while the main loop
+ * has not reaped it: it reads the zombie's /proc entry first). */
+static void follow_reap(pid_t keep)
+{
+	for (int i = 0; i < 1024; i++) {
+		siginfo_t si = { 0 };
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid <= 0 || si.si_pid == keep)
+			return;
+		waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
+/* What the summary says about following: once, after every trace. */
+static void follow_summary(const struct follow *f)
+{
+	if (f->refused)
+		fprintf(stderr, PFX "refused %llu follow notice%s from processes outside the traced program\n",
+			f->refused, f->refused == 1 ? "" : "s");
+	if (f->malformed)
+		fprintf(stderr, PFX "ignored %llu malformed follow notice%s\n", f->malformed,
+			f->malformed == 1 ? "" : "s");
+	if (f->nlost) {
+		char list[FOLLOW_NAMED * 12 + 64];
+		size_t n = 0;
+		unsigned named = f->nlost < FOLLOW_NAMED ? f->nlost : FOLLOW_NAMED;
+		for (unsigned i = 0; i < named; i++)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", i ? " " : "", (int)f->lost[i]);
+		if (f->nlost > named)
+			snprintf(list + n, sizeof(list) - n, " and %u more", f->nlost - named);
+		fprintf(stderr, PFX "could not follow %u process%s that asked to be: %s\n", f->nlost,
+			f->nlost == 1 ? "" : "es", list);
+	}
+}
+
+/* Wait until no followed process is left and none started or ended for
  * linger_ms (after the program's end too), then stop and free. */
 static void follow_end(struct rec *r, unsigned linger_ms)
 {
@@ -1648,6 +1792,7 @@ static void follow_end(struct rec *r, unsigned linger_ms)
 		return;
 	uint64_t t0 = mono_ms();
 	for (;;) {
+		follow_reap(0);
 		pthread_mutex_lock(&f->lock);
 		uint64_t now = mono_ms();
 		int idle = f->running == 0 && now - f->last_ms >= linger_ms && now - t0 >= linger_ms;
@@ -1672,6 +1817,8 @@ static void follow_end(struct rec *r, unsigned linger_ms)
 		ctl_remove_if_stale(s->pid);
 		free(s);
 	}
+	follow_reap(0);
+	follow_summary(f);
 	close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

@@ -37,6 +37,7 @@
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -896,9 +897,15 @@ int agent_follow_exec(void)
 	return follow.exec;
 }
 
-/* Tell the recorder: one datagram, never waiting (a full queue or a
- * recorder that is gone is an error). It learns our pid from the kernel
- * (SO_PASSCRED on its side). 0 or -errno. */
+/*
+ * Tell the recorder: one datagram. It learns our pid from the kernel
+ * (SO_PASSCRED on its side) and follows us only if we descend from the
+ * program it runs. A burst of forks can fill its queue
+ * (net.unix.max_dgram_qlen, often 10): a full queue is a busy recorder,
+ * not a gone one, so we wait for room (a blocking send bounded by
+ * SO_SNDTIMEO), RECORDER_WAIT_NS in all, signals or not. A recorder that
+ * is gone answers at once (ECONNREFUSED). 0 or -errno.
+ */
 static int follow_notify(const char *kind)
 {
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -911,9 +918,38 @@ static int follow_notify(const char *kind)
 	memcpy(a.sun_path + 1, follow.sock, n); /* abstract: sun_path[0] = 0 */
 	char msg[64];
 	int len = snprintf(msg, sizeof(msg), "RTFOLLOW1 %s %d", kind, (int)getppid());
-	ssize_t k = sendto(s, msg, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
-	int e = k == len ? 0 : k < 0 ? -errno : -EMSGSIZE;
+	uint64_t t0 = ringtrace__clock_monotonic();
+	int e;
+	for (;;) {
+		uint64_t waited = ringtrace__clock_monotonic() - t0;
+		if (waited >= RECORDER_WAIT_NS) {
+			e = -EAGAIN;
+			break;
+		}
+		uint64_t left = RECORDER_WAIT_NS - waited;
+		/* Never 0: a zero timeout would mean none. */
+		struct timeval tv = { (time_t)(left / 1000000000u), (suseconds_t)(left % 1000000000u / 1000u) };
+		if (tv.tv_sec == 0 && tv.tv_usec == 0)
+			tv.tv_usec = 1;
+		if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+			e = -errno;
+			break;
+		}
+		ssize_t k = sendto(s, msg, (size_t)len, MSG_NOSIGNAL, (struct sockaddr *)&a,
+				   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+		if (k == len) {
+			e = 0;
+			break;
+		}
+		if (k >= 0) {
+			e = -EMSGSIZE;
+			break;
+		}
+		if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+			e = -errno;
+			break;
+		}
+	}
 	close(s);
 	return e;
 }
@@ -925,8 +961,9 @@ static int follow_notify(const char *kind)
  * the buffers (the `reader_pid` futex in their header), RECORDER_WAIT_NS at most:
  * events from here on are kept (in the buffers until it attaches), and a
  * process that exits at once has its buffers mapped by the recorder
- * first. If the recorder is gone, tracing is switched off again and the
- * process runs untraced. Called with only this thread running the
+ * first. If the recorder is gone (or its queue stayed full), tracing is
+ * switched off again, the control block removed, and the process runs
+ * untraced. Called with only this thread running the
  * program's code (atfork child handler, or the constructor). 0 if
  * followed, else -errno (the caller then starts as an untraced program).
  */
@@ -954,9 +991,12 @@ static int follow_start(const char *kind)
 	tracing_set(1);
 	start_thread();
 	if (follow_notify(kind) < 0) {
-		/* Nobody will read them. */
+		/* Nobody will read them, and no recorder knows of our control
+		 * block: it goes now (a process that ends with _exit() would
+		 * leave it in /dev/shm). We run untraced and unlisted. */
 		tracing_stop();
 		drop_session();
+		unlink(ctl_path);
 		return 0;
 	}
 	/* Pairs with the recorder's claim (CAS) and FUTEX_WAKE. */
