@@ -32,6 +32,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1374,10 +1375,11 @@ out:
  * A followed process (a child the program forks, with --follow-fork; a
  * program it or a followed child executes, with --follow-exec) traces
  * into buffers of its own, allocated with our parameters before it goes
- * on (src/lib/agent.c, follow_start()), and tells us so: one datagram on
- * a socket of ours whose abstract name RINGTRACE_FOLLOW gives it. One
- * thread receives them; each followed process then gets a thread that
- * does what `record -p` does (control block, buffers mapped through
+ * on (src/lib/agent.c, follow_start()), and tells us so: a connection
+ * to a SOCK_SEQPACKET socket of ours whose abstract name RINGTRACE_FOLLOW
+ * gives it, one message on it. One thread accepts them; each followed
+ * process then gets a thread that reads the message and does what
+ * `record -p` does (control block, buffers mapped through
  * /proc/PID/fd/N, reader claimed), wakes it (it waits for us 1 s at
  * most), and records it into DIR/children/PID-NAME until it exits or
  * execs (the new program is a trace of its own). Its summary line is
@@ -1385,7 +1387,7 @@ out:
  *
  * Who may ask. The name is visible to everyone (/proc/net/unix) and
  * root may trace any uid, so the name proves nothing: the kernel tells
- * us the sender's pid (SO_PASSCRED), and only a process descended from
+ * us who connected (SO_PEERCRED), and only a process descended from
  * us (the program, or one of its descendants) is followed. We check
  * that by walking the parent links in /proc/PID/stat up to our own pid.
  * A process whose parent exits is reparented to the nearest "child
@@ -1403,10 +1405,13 @@ out:
  * lineage check notes the process's start time, and the session refuses
  * a control block whose process started at another time.
  *
- * A burst of forks can fill the socket's queue (net.unix.max_dgram_qlen,
- * often 10): the child then waits for room, within its usual 1 s. A
- * process that asked and could not be followed is counted and named in
- * the summary.
+ * Connections, not datagrams: a datagram queue holds
+ * net.unix.max_dgram_qlen notices (often 10), and a burst of forks
+ * outran it while we were busy starting sessions; connections wait in
+ * the listen backlog (net.core.somaxconn, 4096 by default) without us.
+ * When even that is full, the child waits for room, within its usual
+ * 1 s. A process that asked and could not be followed (it exited before
+ * we got to it, say) is counted and named in the summary.
  *
  * The recording ends when the program has exited, no followed process is
  * left, and no process started or ended being followed for a short while
@@ -1418,6 +1423,7 @@ struct follow_sess {
 	struct follow_sess *next;
 	pthread_t th;
 	struct follow *f;
+	int conn;                    /* its connection, until its notice is read */
 	pid_t pid, ppid;
 	uint64_t start;              /* its start time when its lineage was checked */
 	char kind[8];
@@ -1428,7 +1434,7 @@ struct follow_sess {
 
 struct follow {
 	const struct rec *top;       /* the program's recording: options, DIR */
-	int fd;                      /* our datagram socket */
+	int fd;                      /* our listening socket */
 	char name[64];               /* its abstract name, without the NUL */
 	pthread_t th;
 	pthread_mutex_t lock;        /* the fields below */
@@ -1437,10 +1443,10 @@ struct follow {
 	uint64_t last_ms;            /* when the last one started or ended */
 	unsigned nlost;              /* descendants that asked but could not be followed */
 	pid_t lost[FOLLOW_NAMED];    /* ... the first ones */
-	int stop;
-	/* The receiving thread's own (read by follow_end() after the join). */
-	unsigned long long refused;  /* notices from outside the traced program */
 	unsigned long long malformed; /* notices from inside that made no sense */
+	int stop;
+	/* The accepting thread's own (read by follow_end() after the join). */
+	unsigned long long refused;  /* notices from outside the traced program */
 };
 
 /* In the program's child, before exec: what followed processes record
@@ -1500,6 +1506,27 @@ static int follow_outdir(struct rec *r, const char *top)
 	return -1;
 }
 
+/* A descendant's notice, "RTFOLLOW1 fork|exec PPID", read from its
+ * connection (sent right after connecting: 1 s is plenty). 0 or -1. */
+static int follow_read_notice(struct follow_sess *s)
+{
+	char buf[128], kind[8];
+	int ppid;
+	struct timeval tv = { 1, 0 };
+	setsockopt(s->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = recv(s->conn, buf, sizeof(buf) - 1, 0);
+	close(s->conn);
+	s->conn = -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec")))
+		return -1;
+	s->ppid = ppid;
+	snprintf(s->kind, sizeof(s->kind), "%s", kind);
+	return 0;
+}
+
 static void *follow_session(void *arg)
 {
 	struct follow_sess *s = arg;
@@ -1508,16 +1535,22 @@ static void *follow_session(void *arg)
 	char err[512];
 	r->shm_fd = -1;
 	r->agg_fd = -1;
+	int followed = 0, malformed = 0;
+	if (follow_read_notice(s) < 0) {
+		malformed = 1;
+		goto out;
+	}
 	r->memtrace = f->top->memtrace;
 	r->stacks = f->top->stacks;
 	r->follow_kind = s->kind;
 	r->follow_ppid = s->ppid;
 	r->child = s->pid;
-	int followed = 0;
 	struct ctl_ring ring;
-	if (ctl_open(s->pid, &r->ctl, err, sizeof(err)) < 0) {
-		/* Gone already (its wait for us timed out), or untraceable. */
-		if (kill(s->pid, 0) == 0)
+	int k = ctl_open(s->pid, &r->ctl, err, sizeof(err));
+	if (k < 0) {
+		/* Gone already (its wait for us timed out: counted and named
+		 * at the end), or untraceable. */
+		if (k != -ESRCH)
 			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
 	}
@@ -1543,7 +1576,7 @@ static void *follow_session(void *arg)
 	r->reader_claimed = 1;
 	/* Pairs with the acquire load in follow_start(): it goes on now. */
 	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
-	int k = reader_from_region(r);
+	k = reader_from_region(r);
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));
 		goto out;
@@ -1580,6 +1613,8 @@ out:
 	f->running--;
 	if (followed)
 		f->last_ms = mono_ms();
+	else if (malformed)
+		f->malformed++;
 	else if (f->nlost++ < FOLLOW_NAMED)
 		f->lost[f->nlost - 1] = s->pid;
 	pthread_mutex_unlock(&f->lock);
@@ -1591,9 +1626,10 @@ out:
  * child subreaper (follow_begin()), so a process of the traced tree whose
  * parent exits is reparented to us, not to init, and stays on a chain that
  * ends here. A chain cut under our feet (a process on it exited and was
- * reaped while we read) is read again. On yes, *ret_start is its start
- * time, read before and after the walk: the pid named the same process
- * all along.
+ * reaped while we read) is read again. 1 if it does (*ret_start is then
+ * its start time, read before and after the walk: the pid named the same
+ * process all along), 0 if not, -1 if the process is gone (reaped before
+ * we looked: nobody can say).
  */
 static int follow_descends(pid_t pid, uint64_t *ret_start)
 {
@@ -1601,7 +1637,7 @@ static int follow_descends(pid_t pid, uint64_t *ret_start)
 	for (int attempt = 0; attempt < 3; attempt++) {
 		uint64_t st = ctl_proc_start_time(pid);
 		if (st == 0)
-			return 0;
+			return -1;
 		pid_t p = pid;
 		int depth = 0;
 		while (p != me && p > 1 && depth++ < FOLLOW_MAX_DEPTH)
@@ -1618,50 +1654,50 @@ static int follow_descends(pid_t pid, uint64_t *ret_start)
 	return 0;
 }
 
-/* One notice: "RTFOLLOW1 fork|exec PPID", from the pid the kernel names. */
-static void follow_receive(struct follow *f)
+/* One connection: refused at once unless it comes from the traced
+ * program's tree (the kernel names the pid that connected); else a
+ * session that reads its notice and follows it. 0, or -1 when none is
+ * waiting. */
+static int follow_accept(struct follow *f)
 {
-	char buf[128];
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(struct ucred))];
-	} c;
-	struct iovec iov = { buf, sizeof(buf) - 1 };
-	struct msghdr m = { 0 };
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = &c;
-	m.msg_controllen = sizeof(c);
-	ssize_t n = recvmsg(f->fd, &m, MSG_DONTWAIT);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	const struct ucred *cr = NULL;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS &&
-		    h->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
-			cr = (const struct ucred *)(const void *)CMSG_DATA(h);
-	char kind[8];
-	int ppid;
+	int c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return errno == EINTR || errno == ECONNABORTED ? 0 : -1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
 	uint64_t start = 0;
-	/* No word per refusal: anyone may send to the name, as often as they
-	 * like. */
-	if (!cr || cr->pid <= 0 || (cr->uid != geteuid() && geteuid() != 0) || !follow_descends(cr->pid, &start)) {
-		f->refused++;
-		return;
+	int ours = 0;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof(cr) && cr.pid > 0 &&
+	    (cr.uid == geteuid() || geteuid() == 0))
+		ours = follow_descends(cr.pid, &start);
+	if (ours < 0) {
+		/* Gone before we got to it: a child of a burst that gave up
+		 * waiting for us and exited, most likely. Named, not
+		 * followed. */
+		pthread_mutex_lock(&f->lock);
+		if (f->nlost++ < FOLLOW_NAMED)
+			f->lost[f->nlost - 1] = cr.pid;
+		pthread_mutex_unlock(&f->lock);
+		/* Its block, published before it connected, would stay in
+		 * /dev/shm if it left with _exit(). */
+		ctl_remove_if_stale(cr.pid);
 	}
-	if (sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec"))) {
-		f->malformed++;
-		return;
+	if (ours <= 0) {
+		/* No word per refusal: anyone may connect to the name, as
+		 * often as they like. */
+		f->refused += ours == 0;
+		close(c);
+		return 0;
 	}
 	struct follow_sess *s = calloc(1, sizeof(*s));
-	if (!s)
-		return;
+	if (!s) {
+		close(c);
+		return 0;
+	}
 	s->f = f;
-	s->pid = cr->pid;
-	s->ppid = ppid;
+	s->conn = c;
+	s->pid = cr.pid;
 	s->start = start;
-	snprintf(s->kind, sizeof(s->kind), "%s", kind);
 	pthread_mutex_lock(&f->lock);
 	/* `running` keeps the recording going until the session knows
 	 * whether the process is really followed; only then does it move
@@ -1672,15 +1708,19 @@ static void follow_receive(struct follow *f)
 		f->running++;
 	} else {
 		fprintf(stderr, PFX "cannot follow process %d: no thread\n", (int)s->pid);
+		if (f->nlost++ < FOLLOW_NAMED)
+			f->lost[f->nlost - 1] = s->pid;
+		close(c);
 		free(s);
 	}
 	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
-/* The receiving thread: until told to stop, and then until the socket
- * is empty, or after what a full queue holds at most (a sender that
- * keeps it full cannot keep us here). All signals blocked (inherited: the
- * main thread gets them). */
+/* The accepting thread: until told to stop, and then until no
+ * connection waits, or after a bounded number (someone who keeps
+ * connecting cannot keep us here). All signals blocked (inherited by it
+ * and by the sessions: the main thread gets them). */
 static void *follow_main(void *arg)
 {
 	struct follow *f = arg;
@@ -1693,7 +1733,7 @@ static void *follow_main(void *arg)
 		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
 		int k = poll(&pfd, 1, stop ? 0 : 50);
 		if (k > 0)
-			follow_receive(f);
+			follow_accept(f);
 		else if (stop)
 			break;
 	}
@@ -1718,10 +1758,12 @@ static int follow_begin(struct rec *r)
 	a.sun_family = AF_UNIX;
 	size_t n = strlen(f->name);
 	memcpy(a.sun_path + 1, f->name, n);
-	int one = 1;
-	f->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: accept4() after poll() must not wait for a
+	 * connection someone withdrew. The backlog is capped by
+	 * net.core.somaxconn. */
+	f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    setsockopt(f->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+	    listen(f->fd, 4096) < 0) {
 		fprintf(stderr, PFX "cannot create the socket followed processes report to: %s\n", strerror(errno));
 		goto fail;
 	}

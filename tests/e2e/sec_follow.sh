@@ -124,14 +124,26 @@ if have "$RT"; then
 		# of the program (root's, like the recorder). (On the old code a
 		# notice every 5 ms kept a recording alive: each one made a
 		# session whose end restarted the recorder's last wait.)
+		# (A connection with the notice, as the library sends it; a
+		# datagram where the recorder takes datagrams, as it once did.)
 		timeout $TO python3 -c '
 import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.setblocking(False)
+addr = "\0" + sys.argv[1]
+msg = b"RTFOLLOW1 fork 1"
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.setblocking(False)
 n = 0
 while True:
     try:
-        s.sendto(b"RTFOLLOW1 fork 1", "\0" + sys.argv[1])
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.settimeout(0.5)
+        try:
+            c.connect(addr)
+            c.send(msg)
+        except OSError:
+            d.sendto(msg, addr)
+        finally:
+            c.close()
         n += 1
         if n == 200:
             print("flooding", flush=True)
