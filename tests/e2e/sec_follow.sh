@@ -152,8 +152,8 @@ while True:
     time.sleep(0.002)' "$NAME" >"$T/flood.py" 2>&1 &
 		FL=$!
 		BG+=("$FL")
-		for ((i = 0; i < 400; i++)); do grep -q flooding "$T/flood.py" && break; sleep 0.05; done
-		grep -q flooding "$T/flood.py" || why "the flood did not start"
+		for ((i = 0; i < 400; i++)); do grep -qs flooding "$T/flood.py" && break; sleep 0.05; done
+		grep -qs flooding "$T/flood.py" || why "the flood did not start"
 	fi
 	# The program ends now; the flood goes on.
 	touch "$T/flood.go"
