@@ -146,6 +146,9 @@ fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi
+if [ -x tests/e2e/sec_follow.sh ]; then
+	suite "the follow channel under a fork burst and forged notices (gcc build)" tests/e2e/sec_follow.sh build
+fi
 if [ -x tests/e2e/mem_real.sh ]; then
 	suite "real programs under the allocation tracer (gcc build)" tests/e2e/mem_real.sh build
 fi

@@ -28,9 +28,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1127,6 +1129,7 @@ static void finish(struct rec *r, int salvage)
 static int record_attach(struct rec *r);
 static int follow_begin(struct rec *r);
 static void follow_end(struct rec *r, unsigned linger_ms);
+static void follow_reap(pid_t keep);
 static int record_flight(struct rec *r);
 
 static int record_attach_snapshot(struct rec *r);
@@ -1214,6 +1217,8 @@ int cmd_record(int argc, char **argv)
 	for (;;) {
 		unsigned got = record_round(&r);
 		siginfo_t si = { 0 };
+		if (r.follow)
+			follow_reap(exited ? 0 : r.child);
 		/* WNOWAIT: a zombie's /proc entry still names its main thread. */
 		if (!exited && waitid(P_PID, (id_t)r.child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == r.child) {
@@ -1394,38 +1399,78 @@ out:
  * A followed process (a child the program forks, with --follow-fork; a
  * program it or a followed child executes, with --follow-exec) traces
  * into buffers of its own, allocated with our parameters before it goes
- * on (src/lib/agent.c, follow_start()), and tells us so: one datagram on
- * a socket of ours whose abstract name RINGTRACE_FOLLOW gives it. The
- * kernel tells us who sent it (SO_PASSCRED): only our user's processes
- * (any with root) are followed. One thread receives them; each followed
- * process then gets a thread that does what `record -p` does (control
- * block, buffers mapped through /proc/PID/fd/N, reader claimed), wakes it
- * (it waits for us 1 s at most), and records it into
- * DIR/children/PID-NAME until it exits or execs (the new program is a
- * trace of its own). Its summary line is printed when it ends.
+ * on (src/lib/agent.c, follow_start()), and tells us so: a connection
+ * to a SOCK_SEQPACKET socket of ours whose abstract name RINGTRACE_FOLLOW
+ * gives it, one message on it. One thread accepts them; each followed
+ * process then gets a thread that reads the message and does what
+ * `record -p` does (control block, buffers mapped through
+ * /proc/PID/fd/N, reader claimed), wakes it (it waits for us 1 s at
+ * most), and records it into DIR/children/PID-NAME until it exits or
+ * execs (the new program is a trace of its own). Its summary line is
+ * printed when it ends.
+ *
+ * Who may ask. The name is visible to everyone (/proc/net/unix) and
+ * root may trace any uid, so the name proves nothing: the kernel tells
+ * us who connected (SO_PEERCRED), and only a process descended from
+ * us (the program, or one of its descendants) is followed. We check
+ * that by walking the parent links in /proc/PID/stat up to our own pid.
+ * A process whose parent exits is reparented to the nearest "child
+ * subreaper" above it, else to init, which would cut the chain: so we
+ * make ourselves a subreaper (PR_SET_CHILD_SUBREAPER) and the orphans of
+ * the traced tree become our children, still on a chain that ends at us
+ * (we reap them, follow_reap()). The uid check stays too: without root,
+ * only our user's processes. A notice from anyone else is dropped
+ * without a word and counted; the count is reported once, at the end.
+ * We do not hand the channel down as an inherited descriptor: programs
+ * that close every descriptor (daemons, Python's subprocess) would then
+ * lose following, where a pid lineage survives them.
+ *
+ * The pid a notice names may have been reused by the time we look: the
+ * lineage check notes the process's start time, and the session refuses
+ * a control block whose process started at another time.
+ *
+ * Connections, not datagrams: a datagram queue holds
+ * net.unix.max_dgram_qlen notices (often 10), and a burst of forks
+ * outran it while we were busy starting sessions; connections wait in
+ * the listen backlog (net.core.somaxconn, 4096 by default) without us.
+ * When even that is full, the child waits for room, within its usual
+ * 1 s. A process that asked and could not be followed (it exited before
+ * we got to it, say) is counted and named in the summary.
  *
  * The recording ends when the program has exited, no followed process is
- * left, and no notice came for a short while (a child forked just before
- * its parent exited may still be on its way).
+ * left, and no process started or ended being followed for a short while
+ * (a child forked just before its parent exited may still be on its
+ * way). Only genuine followed processes count there: notices that are
+ * refused or lead nowhere never keep a recording alive.
  */
 struct follow_sess {
 	struct follow_sess *next;
 	pthread_t th;
 	struct follow *f;
+	int conn;                    /* its connection, until its notice is read */
 	pid_t pid, ppid;
+	uint64_t start;              /* its start time when its lineage was checked */
 	char kind[8];
 };
 
+#define FOLLOW_MAX_DEPTH 4096        /* parent links walked, at most */
+#define FOLLOW_NAMED 64              /* processes named in the summary, at most */
+
 struct follow {
 	const struct rec *top;       /* the program's recording: options, DIR */
-	int fd;                      /* our datagram socket */
+	int fd;                      /* our listening socket */
 	char name[64];               /* its abstract name, without the NUL */
 	pthread_t th;
 	pthread_mutex_t lock;        /* the fields below */
 	struct follow_sess *sessions;
 	unsigned running;            /* sessions still recording */
 	uint64_t last_ms;            /* when the last one started or ended */
+	unsigned nlost;              /* descendants that asked but could not be followed */
+	pid_t lost[FOLLOW_NAMED];    /* ... the first ones */
+	unsigned long long malformed; /* notices from inside that made no sense */
 	int stop;
+	/* The accepting thread's own (read by follow_end() after the join). */
+	unsigned long long refused;  /* notices from outside the traced program */
 };
 
 /* In the program's child, before exec: what followed processes record
@@ -1495,6 +1540,27 @@ static int follow_outdir(struct rec *r, const struct rec *top)
 	return 0;
 }
 
+/* A descendant's notice, "RTFOLLOW1 fork|exec PPID", read from its
+ * connection (sent right after connecting: 1 s is plenty). 0 or -1. */
+static int follow_read_notice(struct follow_sess *s)
+{
+	char buf[128], kind[8];
+	int ppid;
+	struct timeval tv = { 1, 0 };
+	setsockopt(s->conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = recv(s->conn, buf, sizeof(buf) - 1, 0);
+	close(s->conn);
+	s->conn = -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec")))
+		return -1;
+	s->ppid = ppid;
+	snprintf(s->kind, sizeof(s->kind), "%s", kind);
+	return 0;
+}
+
 static void *follow_session(void *arg)
 {
 	struct follow_sess *s = arg;
@@ -1503,14 +1569,30 @@ static void *follow_session(void *arg)
 	char err[512];
 	r->shm_fd = -1;
 	r->agg_fd = -1;
+	int followed = 0, malformed = 0;
+	if (follow_read_notice(s) < 0) {
+		malformed = 1;
+		goto out;
+	}
 	r->memtrace = f->top->memtrace;
 	r->stacks = f->top->stacks;
 	r->follow_kind = s->kind;
 	r->follow_ppid = s->ppid;
 	r->child = s->pid;
 	struct ctl_ring ring;
-	if (ctl_open(s->pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err)) < 0 || ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
-		/* Gone already (its wait for us timed out), or untraceable. */
+	int k = ctl_open(s->pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err));
+	if (k < 0) {
+		/* Gone already (its wait for us timed out: counted and named
+		 * at the end), or untraceable. */
+		if (k != -ESRCH)
+			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
+		goto out;
+	}
+	if (r->ctl.b->start_time != s->start) {
+		/* Not the process whose lineage we checked: its pid was reused. */
+		goto out;
+	}
+	if (ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
 		if (kill(s->pid, 0) == 0)
 			fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
@@ -1528,13 +1610,17 @@ static void *follow_session(void *arg)
 	r->reader_claimed = 1;
 	/* Pairs with the acquire load in follow_start(): it goes on now. */
 	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
-	int k = reader_from_region(r);
+	k = reader_from_region(r);
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));
 		goto out;
 	}
 	if (alloc_stream_fds(r) < 0 || follow_outdir(r, f->top) < 0)
 		goto out;
+	followed = 1;
+	pthread_mutex_lock(&f->lock);
+	f->last_ms = mono_ms();
+	pthread_mutex_unlock(&f->lock);
 	/* Its buffers are its own, fresh: every loss counted in them is a
 	 * loss of this recording. */
 	for (;;) {
@@ -1557,70 +1643,129 @@ out:
 	cleanup(r);
 	pthread_mutex_lock(&f->lock);
 	f->running--;
-	f->last_ms = mono_ms();
+	if (followed)
+		f->last_ms = mono_ms();
+	else if (malformed)
+		f->malformed++;
+	else if (f->nlost++ < FOLLOW_NAMED)
+		f->lost[f->nlost - 1] = s->pid;
 	pthread_mutex_unlock(&f->lock);
 	return NULL;
 }
 
-/* One notice: "RTFOLLOW1 fork|exec PPID", from the pid the kernel names. */
-static void follow_receive(struct follow *f)
+/*
+ * Is pid ours to follow: does its chain of parents reach us? We are a
+ * child subreaper (follow_begin()), so a process of the traced tree whose
+ * parent exits is reparented to us, not to init, and stays on a chain that
+ * ends here. A chain cut under our feet (a process on it exited and was
+ * reaped while we read) is read again. 1 if it does (*ret_start is then
+ * its start time, read before and after the walk: the pid named the same
+ * process all along), 0 if not, -1 if the process is gone (reaped before
+ * we looked: nobody can say).
+ */
+static int follow_descends(pid_t pid, uint64_t *ret_start)
 {
-	char buf[128];
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(struct ucred))];
-	} c;
-	struct iovec iov = { buf, sizeof(buf) - 1 };
-	struct msghdr m = { 0 };
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = &c;
-	m.msg_controllen = sizeof(c);
-	ssize_t n = recvmsg(f->fd, &m, MSG_DONTWAIT);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	const struct ucred *cr = NULL;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS &&
-		    h->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
-			cr = (const struct ucred *)(const void *)CMSG_DATA(h);
-	char kind[8];
-	int ppid;
-	if (!cr || cr->pid <= 0 || (cr->uid != geteuid() && geteuid() != 0) ||
-	    sscanf(buf, "RTFOLLOW1 %7s %d", kind, &ppid) != 2 || (strcmp(kind, "fork") && strcmp(kind, "exec")))
-		return;
+	pid_t me = getpid();
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uint64_t st = ctl_proc_start_time(pid);
+		if (st == 0)
+			return -1;
+		pid_t p = pid;
+		int depth = 0;
+		while (p != me && p > 1 && depth++ < FOLLOW_MAX_DEPTH)
+			p = ctl_proc_ppid(p);
+		if (p == me) {
+			if (ctl_proc_start_time(pid) != st)
+				return 0;
+			*ret_start = st;
+			return 1;
+		}
+		if (p != -1)
+			return 0; /* init, another namespace's root, or too deep */
+	}
+	return 0;
+}
+
+/* One connection: refused at once unless it comes from the traced
+ * program's tree (the kernel names the pid that connected); else a
+ * session that reads its notice and follows it. 0, or -1 when none is
+ * waiting. */
+static int follow_accept(struct follow *f)
+{
+	int c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return errno == EINTR || errno == ECONNABORTED ? 0 : -1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	uint64_t start = 0;
+	int ours = 0;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof(cr) && cr.pid > 0 &&
+	    (cr.uid == geteuid() || geteuid() == 0))
+		ours = follow_descends(cr.pid, &start);
+	if (ours < 0) {
+		/* Gone before we got to it: a child of a burst that gave up
+		 * waiting for us and exited, most likely. Named, not
+		 * followed. */
+		pthread_mutex_lock(&f->lock);
+		if (f->nlost++ < FOLLOW_NAMED)
+			f->lost[f->nlost - 1] = cr.pid;
+		pthread_mutex_unlock(&f->lock);
+		/* Its block, published before it connected, would stay in
+		 * /dev/shm if it left with _exit(). */
+		ctl_remove_if_stale(cr.pid);
+	}
+	if (ours <= 0) {
+		/* No word per refusal: anyone may connect to the name, as
+		 * often as they like. */
+		f->refused += ours == 0;
+		close(c);
+		return 0;
+	}
 	struct follow_sess *s = calloc(1, sizeof(*s));
-	if (!s)
-		return;
+	if (!s) {
+		close(c);
+		return 0;
+	}
 	s->f = f;
-	s->pid = cr->pid;
-	s->ppid = ppid;
-	snprintf(s->kind, sizeof(s->kind), "%s", kind);
+	s->conn = c;
+	s->pid = cr.pid;
+	s->start = start;
 	pthread_mutex_lock(&f->lock);
+	/* `running` keeps the recording going until the session knows
+	 * whether the process is really followed; only then does it move
+	 * last_ms. */
 	if (pthread_create(&s->th, NULL, follow_session, s) == 0) {
 		s->next = f->sessions;
 		f->sessions = s;
 		f->running++;
-		f->last_ms = mono_ms();
 	} else {
 		fprintf(stderr, PFX "cannot follow process %d: no thread\n", (int)s->pid);
+		if (f->nlost++ < FOLLOW_NAMED)
+			f->lost[f->nlost - 1] = s->pid;
+		close(c);
 		free(s);
 	}
 	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
-/* The receiving thread: until told to stop, and then until the socket
- * is empty. All signals blocked (inherited: the main thread gets them). */
+/* The accepting thread: until told to stop, and then until no
+ * connection waits, or after a bounded number (someone who keeps
+ * connecting cannot keep us here). All signals blocked (inherited by it
+ * and by the sessions: the main thread gets them). */
 static void *follow_main(void *arg)
 {
 	struct follow *f = arg;
+	unsigned after_stop = 0;
 	for (;;) {
+		/* Pairs with the release store in follow_end(). */
 		int stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+		if (stop && after_stop++ >= 256)
+			break;
 		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
 		int k = poll(&pfd, 1, stop ? 0 : 50);
 		if (k > 0)
-			follow_receive(f);
+			follow_accept(f);
 		else if (stop)
 			break;
 	}
@@ -1645,13 +1790,19 @@ static int follow_begin(struct rec *r)
 	a.sun_family = AF_UNIX;
 	size_t n = strlen(f->name);
 	memcpy(a.sun_path + 1, f->name, n);
-	int one = 1;
-	f->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: accept4() after poll() must not wait for a
+	 * connection someone withdrew. The backlog is capped by
+	 * net.core.somaxconn. */
+	f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    setsockopt(f->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+	    listen(f->fd, 4096) < 0) {
 		fprintf(stderr, PFX "cannot create the socket followed processes report to: %s\n", strerror(errno));
 		goto fail;
 	}
+	/* Orphans of the traced tree become ours: their lineage stays
+	 * checkable (follow_descends()). Without it (it never fails on a
+	 * kernel we run on), such an orphan would only be refused. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1671,7 +1822,42 @@ fail:
 	return -1;
 }
 
-/* Wait until no followed process is left and no notice came for
+/* Reap the orphans of the traced tree, ours since we are their subreaper
+ * (follow_begin()), but never `keep` (the program, while the main loop
+ * has not reaped it: it reads the zombie's /proc entry first). */
+static void follow_reap(pid_t keep)
+{
+	for (int i = 0; i < 1024; i++) {
+		siginfo_t si = { 0 };
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid <= 0 || si.si_pid == keep)
+			return;
+		waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
+/* What the summary says about following: once, after every trace. */
+static void follow_summary(const struct follow *f)
+{
+	if (f->refused)
+		fprintf(stderr, PFX "refused %llu follow notice%s from processes outside the traced program\n",
+			f->refused, f->refused == 1 ? "" : "s");
+	if (f->malformed)
+		fprintf(stderr, PFX "ignored %llu malformed follow notice%s\n", f->malformed,
+			f->malformed == 1 ? "" : "s");
+	if (f->nlost) {
+		char list[FOLLOW_NAMED * 12 + 64];
+		size_t n = 0;
+		unsigned named = f->nlost < FOLLOW_NAMED ? f->nlost : FOLLOW_NAMED;
+		for (unsigned i = 0; i < named; i++)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", i ? " " : "", (int)f->lost[i]);
+		if (f->nlost > named)
+			snprintf(list + n, sizeof(list) - n, " and %u more", f->nlost - named);
+		fprintf(stderr, PFX "could not follow %u process%s that asked to be: %s\n", f->nlost,
+			f->nlost == 1 ? "" : "es", list);
+	}
+}
+
+/* Wait until no followed process is left and none started or ended for
  * linger_ms (after the program's end too), then stop and free. */
 static void follow_end(struct rec *r, unsigned linger_ms)
 {
@@ -1680,6 +1866,7 @@ static void follow_end(struct rec *r, unsigned linger_ms)
 		return;
 	uint64_t t0 = mono_ms();
 	for (;;) {
+		follow_reap(0);
 		pthread_mutex_lock(&f->lock);
 		uint64_t now = mono_ms();
 		int idle = f->running == 0 && now - f->last_ms >= linger_ms && now - t0 >= linger_ms;
@@ -1704,6 +1891,8 @@ static void follow_end(struct rec *r, unsigned linger_ms)
 		ctl_remove_if_stale(s->pid);
 		free(s);
 	}
+	follow_reap(0);
+	follow_summary(f);
 	close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

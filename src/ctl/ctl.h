@@ -173,6 +173,9 @@ int ctl_pattern_valid(const char *pat);
 uint64_t ctl_proc_start_time(pid_t pid);
 /* Its state letter (field 3: 'R', 'S', 'Z' for a zombie, ...), 0 if none. */
 int ctl_proc_state(pid_t pid);
+/* Its parent (field 4: 0 for a process whose parent is outside our pid
+ * namespace), -1 if it is gone. */
+pid_t ctl_proc_ppid(pid_t pid);
 
 struct timespec;
 /* futex(2) on a word of the block (shared, not FUTEX_PRIVATE): both sides

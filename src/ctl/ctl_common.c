@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,18 @@ int ctl_proc_state(pid_t pid)
 	char buf[1024];
 	const char *p = proc_stat(pid, buf, sizeof(buf));
 	return p ? *p : 0;
+}
+
+pid_t ctl_proc_ppid(pid_t pid)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
+	/* p is at field 3 (state, one letter), then the parent. */
+	if (!p || !p[0] || p[1] != ' ')
+		return -1;
+	char *end;
+	long v = strtol(p + 2, &end, 10);
+	return end == p + 2 || *end != ' ' || v < 0 || v > INT_MAX ? -1 : (pid_t)v;
 }
 
 long ctl_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *timeout)

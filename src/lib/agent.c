@@ -37,6 +37,7 @@
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,7 +83,8 @@ static int publish_delay_ms;         /* a forked child publishes late */
 /*
  * `ringtrace record --follow-fork/--follow-exec` (RINGTRACE_FOLLOW, read
  * once by the constructor): what a followed process records with, and the
- * recorder's datagram socket (an abstract name) that it tells "here I am".
+ * recorder's SOCK_SEQPACKET socket (an abstract name) that it tells
+ * "here I am".
  * A forked child inherits this copy; an exec'ed program reads the
  * variable again, kept in the environment only with --follow-exec.
  */
@@ -896,26 +898,54 @@ int agent_follow_exec(void)
 	return follow.exec;
 }
 
-/* Tell the recorder: one datagram, never waiting (a full queue or a
- * recorder that is gone is an error). It learns our pid from the kernel
- * (SO_PASSCRED on its side). 0 or -errno. */
+/*
+ * Tell the recorder: connect to its SOCK_SEQPACKET socket and send one
+ * message. It learns our pid from the kernel (SO_PEERCRED) and follows
+ * us only if we descend from the program it runs. The connection waits
+ * in its listen backlog until it accepts it, so a fork burst does not
+ * need the recorder to keep up (a datagram queue holds only
+ * net.unix.max_dgram_qlen notices, often 10). A full backlog is a busy
+ * recorder, not a gone one: connect() then waits for room (bounded by
+ * SO_SNDTIMEO), RECORDER_WAIT_NS in all, signals or not. A recorder that
+ * is gone answers at once (ECONNREFUSED). 0 or -errno.
+ */
 static int follow_notify(const char *kind)
 {
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
 	struct sockaddr_un a;
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
 	size_t n = strlen(follow.sock);
 	memcpy(a.sun_path + 1, follow.sock, n); /* abstract: sun_path[0] = 0 */
+	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 	char msg[64];
 	int len = snprintf(msg, sizeof(msg), "RTFOLLOW1 %s %d", kind, (int)getppid());
-	ssize_t k = sendto(s, msg, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
-	int e = k == len ? 0 : k < 0 ? -errno : -EMSGSIZE;
-	close(s);
-	return e;
+	uint64_t t0 = ringtrace__clock_monotonic();
+	for (;;) {
+		uint64_t waited = ringtrace__clock_monotonic() - t0;
+		if (waited >= RECORDER_WAIT_NS)
+			return -EAGAIN;
+		uint64_t left = RECORDER_WAIT_NS - waited;
+		/* Never 0: a zero timeout would mean none. */
+		struct timeval tv = { (time_t)(left / 1000000000u), (suseconds_t)(left % 1000000000u / 1000u) };
+		if (tv.tv_sec == 0 && tv.tv_usec == 0)
+			tv.tv_usec = 1;
+		/* A fresh socket each time: one whose connect() was
+		 * interrupted is not reused. */
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			return -errno;
+		if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0 &&
+		    connect(s, (struct sockaddr *)&a, alen) == 0) {
+			ssize_t k = send(s, msg, (size_t)len, MSG_NOSIGNAL);
+			int e = k == len ? 0 : k < 0 ? -errno : -EMSGSIZE;
+			close(s);
+			return e;
+		}
+		int e = errno;
+		close(s);
+		if (e != EINTR && e != EAGAIN && e != EWOULDBLOCK)
+			return -e;
+	}
 }
 
 /*
@@ -925,8 +955,9 @@ static int follow_notify(const char *kind)
  * the buffers (the `reader_pid` futex in their header), RECORDER_WAIT_NS at most:
  * events from here on are kept (in the buffers until it attaches), and a
  * process that exits at once has its buffers mapped by the recorder
- * first. If the recorder is gone, tracing is switched off again and the
- * process runs untraced. Called with only this thread running the
+ * first. If the recorder is gone (or its queue stayed full), tracing is
+ * switched off again, the control block removed, and the process runs
+ * untraced. Called with only this thread running the
  * program's code (atfork child handler, or the constructor). 0 if
  * followed, else -errno (the caller then starts as an untraced program).
  */
@@ -954,9 +985,12 @@ static int follow_start(const char *kind)
 	tracing_set(1);
 	start_thread();
 	if (follow_notify(kind) < 0) {
-		/* Nobody will read them. */
+		/* Nobody will read them, and no recorder knows of our control
+		 * block: it goes now (a process that ends with _exit() would
+		 * leave it in /dev/shm). We run untraced and unlisted. */
 		tracing_stop();
 		drop_session();
+		unlink(ctl_path);
 		return 0;
 	}
 	/* Pairs with the recorder's claim (CAS) and FUTEX_WAKE. */

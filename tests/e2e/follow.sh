@@ -218,10 +218,12 @@ finish "a followed child whose recorder is gone runs untraced, without waiting"
 begin
 if have "$FT" "$MEMLIB"; then
 	name=ringtrace-follow-mute-$$
+	# Listens (connections wait in its backlog) but never accepts.
 	python3 -c '
 import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind("\0" + sys.argv[1])
+s.listen(16)
 print("ready", flush=True)
 time.sleep(30)' "$name" >"$T/mute.py" 2>&1 &
 	mute=$!
