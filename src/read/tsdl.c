@@ -1703,6 +1703,117 @@ static int type_clock(const struct rd_type *t, unsigned depth)
 	}
 }
 
+/*
+ * Timestamps that no `map` ties to a clock, as babeltrace2 2.0.4 reads them
+ * (visitor-generate-ir.c, auto_map_fields_to_trace_clock_class): an
+ * unmapped integer named `timestamp` anywhere in an event header (struct
+ * members and variant options, at any depth), or `timestamp_begin` or
+ * `timestamp_end` in a packet context, maps to the trace's only clock, or
+ * to an implicit 1 GHz clock named "default" (origin 0) if the trace
+ * declares none; with several clocks the metadata is refused. The name
+ * matters: the same field named `ts` gives no time.
+ *
+ * Types are shared between their uses (aliases, named structs), so the
+ * path down to such a field is copied before the mapping is set: the same
+ * alias used elsewhere (in a payload) stays unmapped, as in babeltrace2,
+ * which copies a type at each use.
+ */
+static int implicit_clock(struct parser *p, const struct rd_type *t)
+{
+	if (p->clocks.n == 1)
+		return 0;
+	if (p->clocks.n > 1)
+		return fail(p, t->line, "a timestamp that is not mapped to a clock, in a trace with "
+			    "%zu clocks", p->clocks.n);
+	struct rd_clock *c = vec_push(&p->clocks);
+	if (!c)
+		return oom(p);
+	memset(c, 0, sizeof(*c));
+	c->name = "default";
+	c->freq = 1000000000;
+	return 0;
+}
+
+static struct rd_type *copy_type(struct parser *p, const struct rd_type *t)
+{
+	struct rd_type *x = rd_arena_alloc(p->ar, sizeof(*x));
+	if (!x) {
+		oom(p);
+		return NULL;
+	}
+	*x = *t;
+	return x;
+}
+
+/* t, or a copy of it in which the unmapped integers named `name` map to a
+ * clock; NULL on error (p->failed is set, *err = -EINVAL or -ENOMEM). */
+static const struct rd_type *map_timestamps(struct parser *p, const struct rd_type *t,
+					    const char *name, unsigned depth, int *err)
+{
+	if (!t || (t->kind != RD_STRUCT && t->kind != RD_VARIANT))
+		return t;
+	if (depth > RD_TYPE_DEPTH) {
+		*err = fail(p, t->line, "types nested too deeply");
+		return NULL;
+	}
+	struct rd_member *m = NULL;
+	for (uint32_t i = 0; i < t->n_members; i++) {
+		const struct rd_type *mt = t->members[i].type, *nt;
+		if (mt && (mt->kind == RD_INT || mt->kind == RD_ENUM) && mt->clock < 0 &&
+		    t->members[i].name && !strcmp(t->members[i].name, name)) {
+			struct rd_type *x;
+			if ((*err = implicit_clock(p, mt)) < 0)
+				return NULL;
+			if (!(x = copy_type(p, mt))) {
+				*err = -ENOMEM;
+				return NULL;
+			}
+			x->clock = 0;        /* the only clock */
+			nt = x;
+		} else if (!(nt = map_timestamps(p, mt, name, depth + 1, err)) && mt) {
+			return NULL;
+		}
+		if (nt == mt)
+			continue;
+		if (!m) {
+			m = rd_arena_alloc(p->ar, t->n_members * sizeof(*m));
+			if (!m) {
+				*err = oom(p);
+				return NULL;
+			}
+			memcpy(m, t->members, t->n_members * sizeof(*m));
+		}
+		m[i].type = nt;
+	}
+	if (!m)
+		return t;
+	struct rd_type *x = copy_type(p, t);
+	if (!x) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	x->members = m;
+	return x;
+}
+
+static int map_stream_timestamps(struct parser *p)
+{
+	struct rd_stream_class *sc = p->streams.v;
+	int err = 0;
+	for (size_t i = 0; i < p->streams.n; i++) {
+		sc[i].event_header = map_timestamps(p, sc[i].event_header, "timestamp", 0, &err);
+		if (err)
+			return err;
+		sc[i].packet_context = map_timestamps(p, sc[i].packet_context, "timestamp_begin", 0, &err);
+		if (err)
+			return err;
+		sc[i].packet_context = map_timestamps(p, sc[i].packet_context, "timestamp_end", 0, &err);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int cmp_event_ptr(const void *a, const void *b)
 {
 	const struct rd_event_class *x = *(struct rd_event_class *const *)a;
@@ -1713,6 +1824,7 @@ static int cmp_event_ptr(const void *a, const void *b)
 static int finish(struct parser *p)
 {
 	struct rd_meta *m = p->m;
+	int r;
 	if (!p->seen_trace)
 		return fail(p, p->line, "no trace block");
 	if (!p->has_major || !p->has_minor)
@@ -1728,6 +1840,8 @@ static int finish(struct parser *p)
 				    maps[i]->map_name);
 		maps[i]->clock = c;
 	}
+	if ((r = map_stream_timestamps(p)) < 0)
+		return r;
 
 	m->clocks = vec_to_arena(p, &p->clocks);
 	m->n_clocks = p->clocks.n;
