@@ -628,6 +628,8 @@ int rd_trace_next(struct rd_trace *t, struct rd_item *it)
 		it->kind = RD_ITEM_EVENT;
 		it->ec = s->ec;
 		it->fields = fields;
+		it->common_context = s->dec.scopes[RD_SCOPE_EVENT_COMMON_CONTEXT];
+		it->context = s->dec.scopes[RD_SCOPE_EVENT_CONTEXT];
 		if (!strcmp(s->ec->name, "ringtrace:thread")) {
 			const struct rd_value *v = rd_value_member(fields, "_tid");
 			if (!v)

@@ -37,6 +37,10 @@ struct rd_item {
 	/* RD_ITEM_EVENT */
 	const struct rd_event_class *ec;
 	const struct rd_value *fields;   /* payload struct, or NULL; valid until the next call */
+	/* The stream's event.context (LTTng puts vtid, procname... there) and
+	 * the event class's own context: structs or NULL, valid as `fields`. */
+	const struct rd_value *common_context;
+	const struct rd_value *context;
 	uint32_t tid;                /* thread of the event, 0 if unknown */
 	const char *comm;            /* its name from the env, or NULL */
 
