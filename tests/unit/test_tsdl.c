@@ -269,6 +269,36 @@ static void test_unmapped_timestamps(void **state)
 	assert_int_equal(header_ts(&m->streams[0], "extended", "timestamp")->clock, 0);
 	rd_meta_free(m);
 
+	/* Shared types: 40 levels of two members each are 2^40 paths to the
+	 * leaves but 41 types; both walks (the mapping, and finding a
+	 * stream's clock) visit each type once, or they would never end. */
+	for (int named = 0; named < 2; named++) {
+		char text[8192];
+		int n = snprintf(text, sizeof(text),
+				 "/* CTF 1.8 */\n"
+				 "typealias integer { size = 8; align = 8; signed = false; } := u8;\n"
+				 "trace { major = 1; minor = 8; byte_order = le; };\n"
+				 "typealias struct { u8 %s; u8 x; } := s0;\n", named ? "timestamp" : "ts");
+		for (int i = 1; i <= 40; i++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      "typealias struct { s%d a; s%d b; } := s%d;\n", i - 1, i - 1, i);
+		snprintf(text + n, sizeof(text) - (size_t)n,
+			 "stream { event.header := struct { s40 h; u8 id; }; };\n"
+			 "event { name = e; fields := struct { s40 copy; }; };\n");
+		m = parse_ok(text);
+		assert_int_equal(m->n_clocks, (size_t)named);
+		assert_int_equal(m->streams[0].clock, named ? 0 : -1);
+		const struct rd_type *h = field(m->streams[0].event_header, "h");
+		const struct rd_type *pl = m->events[0].fields->members[0].type;
+		for (int i = 0; i < 40; i++) {
+			h = field(h, i % 2 ? "a" : "b");
+			pl = field(pl, "a");
+		}
+		assert_int_equal(field(h, named ? "timestamp" : "ts")->clock, named ? 0 : -1);
+		assert_int_equal(field(pl, named ? "timestamp" : "ts")->clock, -1);
+		rd_meta_free(m);
+	}
+
 	const char *two = UNMAPPED("clock { name = a; };\nclock { name = b; };\n", "timestamp", "tsb");
 	char err[256];
 	m = NULL;
