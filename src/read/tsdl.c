@@ -1680,7 +1680,7 @@ static int find_clock(struct parser *p, const char *name)
 /*
  * The clock mapped by integers of t (-1 none, -2 several). `memo` holds the
  * answer (+ 2) for each struct or variant already seen: types are shared,
- * and a DAG of 40 levels of two members each is 2^40 paths but 80 types.
+ * and a DAG of 40 levels of two members each is 2^40 paths but 41 types.
  */
 static int type_clock(const struct rd_type *t, unsigned depth, struct u64map *memo)
 {
