@@ -28,7 +28,8 @@ enum rd_item_kind {
 struct rd_item {
 	int kind;                    /* enum rd_item_kind */
 	int64_t ns;                  /* ns from the epoch: the event, or the start of a loss */
-	int ns_ok;                   /* 0 if the clock value does not convert */
+	int ns_ok;                   /* 0 if the clock value does not convert, or
+				      * the stream has no clock (no time at all) */
 	uint64_t cycles;             /* raw clock value of `ns` */
 	uint32_t cpu;                /* cpu_id (or stream_instance_id, or file index) */
 	unsigned stream;             /* index of the stream file */

@@ -501,6 +501,28 @@ t_unmapped_clock() {
 	done
 }
 
+# The same fields named ts, tsb and tse: no clock at all, so no time
+# (babeltrace2 prints none, dump `?`), and each stream file comes whole, in
+# the order of the file names under strcmp (stream_10 before stream_2), as
+# babeltrace2 prints them; compare_babeltrace.sh checks that order.
+t_no_clock() {
+	local name="no clock at all: no time, files whole in babeltrace2's order"
+	begin
+	have "$CTFGEN" || { finish "$name"; return; }
+	rm -rf tr
+	timeout -k 5 $LIM "$CTFGEN" --events 100 --cpus 11 tr >gen.out 2>&1 || { why "ctf_gen failed"; show gen.out; }
+	perl -0pi -e 's/\nclock \{.*?\};\n/\n/s; s/ map = clock\.[a-z]+\.value;//g;
+		s/ timestamp;/ ts;/g; s/ timestamp_begin;/ tsb;/; s/ timestamp_end;/ tse;/' tr/metadata
+	grep -qE '^clock|map = clock|timestamp' tr/metadata && why "a clock or a timestamp is still in tr/metadata"
+	compare tr
+	dump tr
+	eq "dump exit" "$DRC" 0
+	eq "events of dump without time" "$(grep -c '\] ?: ' tr.dump)" 1100
+	eq "order of the files in dump" "$(awk '{ c = $0; sub(/^[^[]*\[/, "", c); sub(/\].*/, "", c); if (c != p) printf "%d ", c; p = c }' tr.dump)" \
+		"0 1 10 2 3 4 5 6 7 8 9 "
+	finish "$name"
+}
+
 # rseq_note VARIANT DIR: with the no-rseq variant, check that the session
 # really ran without rseq (ringtrace_rseq = 0 in the metadata).
 rseq_note() {
@@ -1118,7 +1140,7 @@ if [ ! -x "$RT" ]; then
 	notok "ringtrace command built" "missing $RT (run make tests-build)"
 fi
 for t in t_demo t_status t_default_dir t_sigkill t_sigterm t_dlopen t_conflict \
-	t_byte_order t_unmapped_clock t_threads t_select t_modes t_crash_inside t_kinds t_big t_many_ids t_gap t_fork t_signal_handler \
+	t_byte_order t_unmapped_clock t_no_clock t_threads t_select t_modes t_crash_inside t_kinds t_big t_many_ids t_gap t_fork t_signal_handler \
 	t_two_programs t_bad_record t_bad_dump t_shm; do
 	run $t
 done

@@ -837,6 +837,7 @@ static void test_minimal(void **state)
 	assert_int_equal(rd_trace_open_mem(meta, sizeof(meta) - 1, &ms, 1, &t, err, sizeof(err)), 0);
 	struct rd_item it;
 	assert_int_equal(rd_trace_next(t, &it), 1);
+	assert_false(it.ns_ok);      /* no clock: no time, as in babeltrace2 */
 	assert_int_equal((int64_t)rd_value_member(it.fields, "x")->u, -2);
 	assert_string_equal(rd_value_member(it.fields, "s")->str.s, "hi");
 	assert_int_equal(rd_trace_next(t, &it), 1);   /* padded to 16 bits: x at byte 6 */
