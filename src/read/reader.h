@@ -6,7 +6,9 @@
  * crash, an endless loop or unbounded memory. The reader does not print.
  *
  * Items come out sorted by time across all stream files (a k-way merge;
- * items of one file keep their file order). An error in one stream file
+ * items of one file keep their file order). Items without time (a stream
+ * with no clock) come last, file by file in strcmp order of the names, as
+ * babeltrace2 prints them. An error in one stream file
  * stops that file only: the items of the other files are still delivered,
  * and rd_trace_next() reports the error after the last readable item.
  */
