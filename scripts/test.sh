@@ -164,6 +164,9 @@ fi
 if [ -x tests/e2e/report_html.sh ]; then
 	suite "HTML report in headless Chromium (gcc build)" tests/e2e/report_html.sh build
 fi
+if [ -x tests/e2e/lttng.sh ]; then
+	suite "a real LTTng-UST trace: dump and babeltrace2 agree (gcc build)" tests/e2e/lttng.sh build
+fi
 if [ -x tests/e2e/reader_bounds.sh ]; then
 	suite "readers on hostile metadata end in bounded time (gcc build)" tests/e2e/reader_bounds.sh build
 fi

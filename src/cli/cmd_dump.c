@@ -4,6 +4,13 @@
  *
  *   comm-tid [cpu] seconds.nanoseconds: provider:event: field=value ...
  *
+ * An event with context fields (a trace from another tracer: LTTng puts
+ * vtid, procname and the like in the stream's event.context) has them in
+ * braces before its payload, the stream's context first, then the event
+ * class's, as babeltrace2 prints them:
+ *
+ *   ... provider:event: {vtid=1234, procname="prog"} field=value ...
+ *
  * Times are nanoseconds since the epoch computed exactly as babeltrace2
  * 2.0.4 computes them (src/read/reader.c), so that `babeltrace2
  * --clock-seconds` prints the same numbers. ringtrace:thread records (which
@@ -52,6 +59,15 @@ static void put_comm(struct ctf_buf *b, const char *comm)
 	ctf_buf_add(b, safe, n);
 }
 
+/* " {name=value, ...}" for a context with members; nothing otherwise. */
+static void put_context(struct ctf_buf *b, const struct rd_value *ctx)
+{
+	if (!ctx || !ctx->type || ctx->type->kind != RD_STRUCT || ctx->sub.n == 0)
+		return;
+	ctf_buf_putc(b, ' ');
+	rd_format_value(b, ctx);
+}
+
 void dump_format_item(struct ctf_buf *b, const struct rd_item *it)
 {
 	if (it->kind == RD_ITEM_EVENT) {
@@ -72,6 +88,8 @@ void dump_format_item(struct ctf_buf *b, const struct rd_item *it)
 		ctf_buf_puts(b, ": ");
 		ctf_buf_puts(b, it->ec->name);
 		ctf_buf_putc(b, ':');
+		put_context(b, it->common_context);
+		put_context(b, it->context);
 		rd_format_fields(b, it->fields);
 		return;
 	}

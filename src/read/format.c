@@ -200,6 +200,33 @@ static int is_length_member(const struct rd_type *t, uint32_t i)
 	return 0;
 }
 
+/*
+ * An array or sequence of byte-aligned 8-bit integers with an encoding
+ * (LTTng's ctf_array_text, ctf_sequence_text) is text: babeltrace2 prints
+ * it as a string that ends at the first NUL, and so do we.
+ */
+static int is_text(const struct rd_type *t)
+{
+	const struct rd_type *e = t->elem;
+	return e && e->kind == RD_INT && e->size == 8 && e->align == 8 && e->encoded;
+}
+
+static void format_text(struct ctf_buf *b, const struct rd_value *v)
+{
+	struct ctf_buf s;
+	uint32_t n = 0;
+	ctf_buf_init(&s);
+	while (n < v->sub.n && (uint8_t)v->sub.v[n].u != 0)
+		n++;
+	for (uint32_t i = 0; i < n; i++)
+		ctf_buf_putc(&s, (char)v->sub.v[i].u);
+	if (s.err)
+		b->err = s.err;
+	else
+		rd_format_string(b, s.data, s.len);
+	ctf_buf_free(&s);
+}
+
 static void format_value(struct ctf_buf *b, const struct rd_value *v, unsigned depth)
 {
 	const struct rd_type *t = v->type;
@@ -247,6 +274,10 @@ static void format_value(struct ctf_buf *b, const struct rd_value *v, unsigned d
 		return;
 	case RD_ARRAY:
 	case RD_SEQ:
+		if (is_text(t)) {
+			format_text(b, v);
+			return;
+		}
 		ctf_buf_putc(b, '[');
 		for (uint32_t i = 0; i < v->sub.n; i++) {
 			if (i)

@@ -11,7 +11,9 @@
  *   strings    "quoted", C escapes for '"', '\\' and control bytes, invalid
  *              UTF-8 as \xHH
  *   arrays     [a, b, c]; structs {a=1, b=2}; variants their selected
- *              option; enums their label (or the number if none matches)
+ *              option; enums their label (or the number if none matches);
+ *              arrays and sequences of encoded (UTF8/ASCII) bytes are
+ *              text, a "quoted" string up to the first NUL, as babeltrace2
  *   names      one leading '_' removed (babeltrace2 does the same), and the
  *              length member of a sequence is not shown
  */

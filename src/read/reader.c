@@ -33,6 +33,7 @@ struct rd_trace {
 	unsigned *heap;              /* stream indexes */
 	size_t nheap;
 	int64_t *key;                /* per stream: ns of its pending item */
+	unsigned *rank;              /* per stream: place of its name in strcmp order */
 	long advance;                /* stream to advance before the next pop, or -1 */
 	struct rd_vpool payload;
 	struct rd_thread_name *threads;  /* env thread_names, sorted by tid */
@@ -85,14 +86,17 @@ int rd_clock_ns(const struct rd_clock *c, uint64_t value, int64_t *ret_ns)
 	return 0;
 }
 
+/*
+ * A stream class that maps no clock has no time at all (babeltrace2 prints
+ * none): its items are not ns_ok, and merge after every timed item, each
+ * file whole, in file-name order, as babeltrace2 prints such files.
+ */
 static int to_ns(const struct rd_trace *t, const struct rd_stream *s, uint64_t cycles, int64_t *ns)
 {
 	if (s->sc && s->sc->clock >= 0)
 		return rd_clock_ns(&t->meta->clocks[s->sc->clock], cycles, ns) == 0;
-	if (cycles > (uint64_t)INT64_MAX)
-		return 0;
-	*ns = (int64_t)cycles;
-	return 1;
+	*ns = 0;
+	return 0;
 }
 
 /* ---- thread names -------------------------------------------------------- */
@@ -231,7 +235,15 @@ static void note_thread_name(struct rd_trace *t, const struct rd_value *fields)
 
 static int before(const struct rd_trace *t, unsigned a, unsigned b)
 {
-	return t->key[a] < t->key[b] || (t->key[a] == t->key[b] && a < b);
+	if (t->key[a] != t->key[b])
+		return t->key[a] < t->key[b];
+	/* Items without time come file by file in the order of their names
+	 * under strcmp, as babeltrace2 prints them; timed items with equal
+	 * times in the order of the files (strverscmp: stream_2 before
+	 * stream_10). */
+	if (t->key[a] == INT64_MAX)
+		return t->rank[a] < t->rank[b];
+	return a < b;
 }
 
 static void heap_push(struct rd_trace *t, unsigned s)
@@ -292,11 +304,40 @@ static void advance(struct rd_trace *t, unsigned i)
 	heap_push(t, i);
 }
 
+struct named_index {
+	const char *name;
+	unsigned i;
+};
+
+static int cmp_named_index(const void *a, const void *b)
+{
+	return strcmp(((const struct named_index *)a)->name, ((const struct named_index *)b)->name);
+}
+
+/* t->rank: each file's place when the names are sorted by strcmp. */
+static int rank_names(struct rd_trace *t)
+{
+	struct named_index *v = calloc(t->n ? t->n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		v[i].name = t->names[i];
+		v[i].i = (unsigned)i;
+	}
+	if (t->n)
+		qsort(v, t->n, sizeof(*v), cmp_named_index);
+	for (size_t k = 0; k < t->n; k++)
+		t->rank[v[k].i] = (unsigned)k;
+	free(v);
+	return 0;
+}
+
 static int setup(struct rd_trace *t, char *err, size_t errlen)
 {
 	t->heap = calloc(t->n ? t->n : 1, sizeof(*t->heap));
 	t->key = calloc(t->n ? t->n : 1, sizeof(*t->key));
-	if (!t->heap || !t->key) {
+	t->rank = calloc(t->n ? t->n : 1, sizeof(*t->rank));
+	if (!t->heap || !t->key || !t->rank || rank_names(t) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -565,6 +606,7 @@ void rd_trace_close(struct rd_trace *t)
 	free(t->streams);
 	free(t->heap);
 	free(t->key);
+	free(t->rank);
 	free(t->threads);
 	free(t->inband);
 	rd_vpool_free(&t->payload);
@@ -628,6 +670,8 @@ int rd_trace_next(struct rd_trace *t, struct rd_item *it)
 		it->kind = RD_ITEM_EVENT;
 		it->ec = s->ec;
 		it->fields = fields;
+		it->common_context = s->dec.scopes[RD_SCOPE_EVENT_COMMON_CONTEXT];
+		it->context = s->dec.scopes[RD_SCOPE_EVENT_CONTEXT];
 		if (!strcmp(s->ec->name, "ringtrace:thread")) {
 			const struct rd_value *v = rd_value_member(fields, "_tid");
 			if (!v)

@@ -6,7 +6,9 @@
  * crash, an endless loop or unbounded memory. The reader does not print.
  *
  * Items come out sorted by time across all stream files (a k-way merge;
- * items of one file keep their file order). An error in one stream file
+ * items of one file keep their file order). Items without time (a stream
+ * with no clock) come last, file by file in strcmp order of the names, as
+ * babeltrace2 prints them. An error in one stream file
  * stops that file only: the items of the other files are still delivered,
  * and rd_trace_next() reports the error after the last readable item.
  */
@@ -28,7 +30,8 @@ enum rd_item_kind {
 struct rd_item {
 	int kind;                    /* enum rd_item_kind */
 	int64_t ns;                  /* ns from the epoch: the event, or the start of a loss */
-	int ns_ok;                   /* 0 if the clock value does not convert */
+	int ns_ok;                   /* 0 if the clock value does not convert, or
+				      * the stream has no clock (no time at all) */
 	uint64_t cycles;             /* raw clock value of `ns` */
 	uint32_t cpu;                /* cpu_id (or stream_instance_id, or file index) */
 	unsigned stream;             /* index of the stream file */
@@ -37,6 +40,10 @@ struct rd_item {
 	/* RD_ITEM_EVENT */
 	const struct rd_event_class *ec;
 	const struct rd_value *fields;   /* payload struct, or NULL; valid until the next call */
+	/* The stream's event.context (LTTng puts vtid, procname... there) and
+	 * the event class's own context: structs or NULL, valid as `fields`. */
+	const struct rd_value *common_context;
+	const struct rd_value *context;
 	uint32_t tid;                /* thread of the event, 0 if unknown */
 	const char *comm;            /* its name from the env, or NULL */
 

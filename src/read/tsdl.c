@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/u64map.h"
+
 #define TOK_MAX_LEN   4096           /* bytes of one word or string */
 #define LOOKAHEAD     8
 #define ALIAS_WORDS   4
@@ -1675,8 +1677,12 @@ static int find_clock(struct parser *p, const char *name)
 	return -1;
 }
 
-/* The clock mapped by integers of t (-1 none, -2 several). */
-static int type_clock(const struct rd_type *t, unsigned depth)
+/*
+ * The clock mapped by integers of t (-1 none, -2 several). `memo` holds the
+ * answer (+ 2) for each struct or variant already seen: types are shared,
+ * and a DAG of 40 levels of two members each is 2^40 paths but 41 types.
+ */
+static int type_clock(const struct rd_type *t, unsigned depth, struct u64map *memo)
 {
 	int c = -1;
 	if (!t || depth > RD_TYPE_DEPTH)
@@ -1686,21 +1692,167 @@ static int type_clock(const struct rd_type *t, unsigned depth)
 	case RD_ENUM:
 		return t->clock;
 	case RD_STRUCT:
-	case RD_VARIANT:
+	case RD_VARIANT: {
+		uint64_t *seen = u64map_get(memo, (uintptr_t)t);
+		if (seen)
+			return (int)*seen - 2;
 		for (uint32_t i = 0; i < t->n_members; i++) {
-			int m = type_clock(t->members[i].type, depth + 1);
-			if (m == -2 || (m >= 0 && c >= 0 && m != c))
-				return -2;
+			int m = type_clock(t->members[i].type, depth + 1, memo);
+			if (m == -2 || (m >= 0 && c >= 0 && m != c)) {
+				c = -2;
+				break;
+			}
 			if (m >= 0)
 				c = m;
 		}
+		uint64_t *v = u64map_put(memo, (uintptr_t)t, NULL);
+		if (v)                   /* else only slower */
+			*v = (uint64_t)(c + 2);
 		return c;
+	}
 	case RD_ARRAY:
 	case RD_SEQ:
-		return type_clock(t->elem, depth + 1);
+		return type_clock(t->elem, depth + 1, memo);
 	default:
 		return -1;
 	}
+}
+
+/*
+ * Timestamps that no `map` ties to a clock, as babeltrace2 2.0.4 reads them
+ * (visitor-generate-ir.c, auto_map_fields_to_trace_clock_class): an
+ * unmapped integer named `timestamp` anywhere in an event header (struct
+ * members and variant options, at any depth), or `timestamp_begin` or
+ * `timestamp_end` in a packet context, maps to the trace's only clock, or
+ * to an implicit 1 GHz clock named "default" (origin 0) if the trace
+ * declares none; with several clocks the metadata is refused. The name
+ * matters: the same field named `ts` gives no time.
+ *
+ * Types are shared between their uses (aliases, named structs), so the
+ * path down to such a field is copied before the mapping is set: the same
+ * alias used elsewhere (in a payload) stays unmapped, as in babeltrace2,
+ * which copies a type at each use.
+ */
+static int implicit_clock(struct parser *p, const struct rd_type *t)
+{
+	if (p->clocks.n == 1)
+		return 0;
+	if (p->clocks.n > 1)
+		return fail(p, t->line, "a timestamp that is not mapped to a clock, in a trace with "
+			    "%zu clocks", p->clocks.n);
+	struct rd_clock *c = vec_push(&p->clocks);
+	if (!c)
+		return oom(p);
+	memset(c, 0, sizeof(*c));
+	c->name = "default";
+	c->freq = 1000000000;
+	return 0;
+}
+
+static struct rd_type *copy_type(struct parser *p, const struct rd_type *t)
+{
+	struct rd_type *x = rd_arena_alloc(p->ar, sizeof(*x));
+	if (!x) {
+		oom(p);
+		return NULL;
+	}
+	*x = *t;
+	return x;
+}
+
+/* One walk of map_timestamps(): the result for each type already seen
+ * (types are shared, so the walk of a DAG stays linear in its size). */
+struct ts_walk {
+	struct parser *p;
+	const char *name;
+	struct u64map memo;          /* rd_type * -> the rd_type * that replaces it */
+	int err;                     /* -EINVAL or -ENOMEM, with p->failed */
+};
+
+/* t, or a copy of it in which the unmapped integers named w->name map to a
+ * clock; NULL on error (w->err set). */
+static const struct rd_type *map_timestamps(struct ts_walk *w, const struct rd_type *t,
+					    unsigned depth)
+{
+	struct parser *p = w->p;
+	if (!t || (t->kind != RD_STRUCT && t->kind != RD_VARIANT))
+		return t;
+	uint64_t *seen = u64map_get(&w->memo, (uintptr_t)t);
+	if (seen)
+		return (const struct rd_type *)(uintptr_t)*seen;
+	if (depth > RD_TYPE_DEPTH) {
+		w->err = fail(p, t->line, "types nested too deeply");
+		return NULL;
+	}
+	struct rd_member *m = NULL;
+	for (uint32_t i = 0; i < t->n_members; i++) {
+		const struct rd_type *mt = t->members[i].type, *nt;
+		if (mt && (mt->kind == RD_INT || mt->kind == RD_ENUM) && mt->clock < 0 &&
+		    t->members[i].name && !strcmp(t->members[i].name, w->name)) {
+			struct rd_type *x;
+			if ((w->err = implicit_clock(p, mt)) < 0)
+				return NULL;
+			if (!(x = copy_type(p, mt))) {
+				w->err = -ENOMEM;
+				return NULL;
+			}
+			x->clock = 0;        /* the only clock */
+			nt = x;
+		} else if (!(nt = map_timestamps(w, mt, depth + 1)) && mt) {
+			return NULL;
+		}
+		if (nt == mt)
+			continue;
+		if (!m) {
+			m = rd_arena_alloc(p->ar, t->n_members * sizeof(*m));
+			if (!m) {
+				w->err = oom(p);
+				return NULL;
+			}
+			memcpy(m, t->members, t->n_members * sizeof(*m));
+		}
+		m[i].type = nt;
+	}
+	const struct rd_type *r = t;
+	if (m) {
+		struct rd_type *x = copy_type(p, t);
+		if (!x) {
+			w->err = -ENOMEM;
+			return NULL;
+		}
+		x->members = m;
+		r = x;
+	}
+	uint64_t *v = u64map_put(&w->memo, (uintptr_t)t, NULL);
+	if (!v) {
+		w->err = oom(p);
+		return NULL;
+	}
+	*v = (uintptr_t)r;
+	return r;
+}
+
+static int map_stream_timestamps(struct parser *p)
+{
+	static const struct {
+		const char *name;
+		int in_header;           /* else in the packet context */
+	} names[] = { { "timestamp", 1 }, { "timestamp_begin", 0 }, { "timestamp_end", 0 } };
+	struct rd_stream_class *sc = p->streams.v;
+	int err = 0;
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !err; k++) {
+		struct ts_walk w = { .p = p, .name = names[k].name };
+		for (size_t i = 0; i < p->streams.n && !w.err; i++) {
+			const struct rd_type **t = names[k].in_header ? &sc[i].event_header
+								      : &sc[i].packet_context;
+			const struct rd_type *r = map_timestamps(&w, *t, 0);
+			if (!w.err)
+				*t = r;
+		}
+		err = w.err;
+		u64map_free(&w.memo);
+	}
+	return err;
 }
 
 static int cmp_event_ptr(const void *a, const void *b)
@@ -1713,6 +1865,7 @@ static int cmp_event_ptr(const void *a, const void *b)
 static int finish(struct parser *p)
 {
 	struct rd_meta *m = p->m;
+	int r;
 	if (!p->seen_trace)
 		return fail(p, p->line, "no trace block");
 	if (!p->has_major || !p->has_minor)
@@ -1728,6 +1881,8 @@ static int finish(struct parser *p)
 				    maps[i]->map_name);
 		maps[i]->clock = c;
 	}
+	if ((r = map_stream_timestamps(p)) < 0)
+		return r;
 
 	m->clocks = vec_to_arena(p, &p->clocks);
 	m->n_clocks = p->clocks.n;
@@ -1759,13 +1914,21 @@ static int finish(struct parser *p)
 	if ((p->streams.n && !m->streams) || (p->events.n && !m->events))
 		return oom(p);
 
+	struct u64map memo = { 0 };
 	for (size_t i = 0; i < m->n_streams; i++) {
 		struct rd_stream_class *sc = &m->streams[i];
-		int c1 = type_clock(sc->packet_context, 0), c2 = type_clock(sc->event_header, 0);
-		if (c1 == -2 || c2 == -2 || (c1 >= 0 && c2 >= 0 && c1 != c2))
+		int c1 = type_clock(sc->packet_context, 0, &memo), c2 = type_clock(sc->event_header, 0, &memo);
+		if (c1 == -2 || c2 == -2 || (c1 >= 0 && c2 >= 0 && c1 != c2)) {
+			u64map_free(&memo);
 			return fail(p, p->line, "stream %llu maps more than one clock",
 				    (unsigned long long)sc->id);
+		}
 		sc->clock = c1 >= 0 ? c1 : c2;
+	}
+	u64map_free(&memo);
+
+	for (size_t i = 0; i < m->n_streams; i++) {
+		struct rd_stream_class *sc = &m->streams[i];
 		size_t n = 0;
 		for (size_t k = 0; k < m->n_events; k++) {
 			struct rd_event_class *e = &m->events[k];

@@ -465,6 +465,64 @@ t_byte_order() {
 	done
 }
 
+# A trace from another tracer whose event-header `timestamp` is mapped to no
+# clock (no clock block at all): babeltrace2 gives it an implicit 1 GHz
+# clock, so the events have times (27-bit compact timestamps rebuilt across
+# wraps, 64-bit extended ones after the --gap) and are merged across the CPU
+# files by time. The trace is ctf_gen's with the clock block and every
+# `map = clock...` taken out of its metadata; dump must print the events in
+# the order of the clocked original.
+t_unmapped_clock() {
+	local opts name
+	for opts in "" "--be --natural --gap --lost --pad"; do
+		name="timestamps mapped to no clock (ctf_gen ${opts:-LE}): babeltrace2's implicit 1 GHz clock"
+		begin
+		have "$CTFGEN" || { finish "$name"; continue; }
+		rm -rf orig tr
+		timeout -k 5 $LIM "$CTFGEN" $opts --events 1000 --cpus 3 orig >gen.out 2>&1 || { why "ctf_gen failed"; show gen.out; }
+		cp -r orig tr
+		perl -0pi -e 's/\nclock \{.*?\};\n/\n/s; s/ map = clock\.[a-z]+\.value;//g' tr/metadata
+		grep -qE '^clock|map = clock' tr/metadata && why "the clock is still in tr/metadata"
+		compare tr
+		dump tr
+		eq "dump exit" "$DRC" 0
+		# every event at its own time, in time order, as in the original
+		awk '/\] [0-9]+\.[0-9]+: / { t = substr($0, index($0, "] ") + 2); sub(/:.*/, "", t)
+			if (t == "0.000000000") z++
+			gsub(/\./, "", t); t += 0
+			if (n++ && t < p) b++
+			p = t }
+		     END { if (z) print z " events at time 0"; if (b) print b " times go backwards" }' tr.dump >tr.order
+		[ -s tr.order ] && why "dump of tr: $(tr '\n' ' ' <tr.order)"
+		dump orig
+		eq "events in the same order as the clocked original" \
+			"$(sed -E 's/[0-9]+\.[0-9]{9}/T/g' tr.dump | md5sum)" "$(sed -E 's/[0-9]+\.[0-9]{9}/T/g' orig.dump | md5sum)"
+		finish "$name"
+	done
+}
+
+# The same fields named ts, tsb and tse: no clock at all, so no time
+# (babeltrace2 prints none, dump `?`), and each stream file comes whole, in
+# the order of the file names under strcmp (stream_10 before stream_2), as
+# babeltrace2 prints them; compare_babeltrace.sh checks that order.
+t_no_clock() {
+	local name="no clock at all: no time, files whole in babeltrace2's order"
+	begin
+	have "$CTFGEN" || { finish "$name"; return; }
+	rm -rf tr
+	timeout -k 5 $LIM "$CTFGEN" --events 100 --cpus 11 tr >gen.out 2>&1 || { why "ctf_gen failed"; show gen.out; }
+	perl -0pi -e 's/\nclock \{.*?\};\n/\n/s; s/ map = clock\.[a-z]+\.value;//g;
+		s/ timestamp;/ ts;/g; s/ timestamp_begin;/ tsb;/; s/ timestamp_end;/ tse;/' tr/metadata
+	grep -qE '^clock|map = clock|timestamp' tr/metadata && why "a clock or a timestamp is still in tr/metadata"
+	compare tr
+	dump tr
+	eq "dump exit" "$DRC" 0
+	eq "events of dump without time" "$(grep -c '\] ?: ' tr.dump)" 1100
+	eq "order of the files in dump" "$(awk '{ c = $0; sub(/^[^[]*\[/, "", c); sub(/\].*/, "", c); if (c != p) printf "%d ", c; p = c }' tr.dump)" \
+		"0 1 10 2 3 4 5 6 7 8 9 "
+	finish "$name"
+}
+
 # rseq_note VARIANT DIR: with the no-rseq variant, check that the session
 # really ran without rseq (ringtrace_rseq = 0 in the metadata).
 rseq_note() {
@@ -1082,7 +1140,7 @@ if [ ! -x "$RT" ]; then
 	notok "ringtrace command built" "missing $RT (run make tests-build)"
 fi
 for t in t_demo t_status t_default_dir t_sigkill t_sigterm t_dlopen t_conflict \
-	t_byte_order t_threads t_select t_modes t_crash_inside t_kinds t_big t_many_ids t_gap t_fork t_signal_handler \
+	t_byte_order t_unmapped_clock t_no_clock t_threads t_select t_modes t_crash_inside t_kinds t_big t_many_ids t_gap t_fork t_signal_handler \
 	t_two_programs t_bad_record t_bad_dump t_shm; do
 	run $t
 done

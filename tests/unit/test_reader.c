@@ -19,7 +19,9 @@
  *    frequencies, negative offsets and offsets larger than a second;
  *  - text formatting of times, doubles and strings;
  *  - opening a directory (dot-files and subdirectories ignored, errors);
- *  - a minimal trace with no packet header, context or event header.
+ *  - a minimal trace with no packet header, context or event header;
+ *  - a foreign trace: event contexts, text arrays, a timestamp mapped to no
+ *    clock.
  */
 #include <errno.h>
 #include <math.h>
@@ -835,6 +837,7 @@ static void test_minimal(void **state)
 	assert_int_equal(rd_trace_open_mem(meta, sizeof(meta) - 1, &ms, 1, &t, err, sizeof(err)), 0);
 	struct rd_item it;
 	assert_int_equal(rd_trace_next(t, &it), 1);
+	assert_false(it.ns_ok);      /* no clock: no time, as in babeltrace2 */
 	assert_int_equal((int64_t)rd_value_member(it.fields, "x")->u, -2);
 	assert_string_equal(rd_value_member(it.fields, "s")->str.s, "hi");
 	assert_int_equal(rd_trace_next(t, &it), 1);   /* padded to 16 bits: x at byte 6 */
@@ -854,6 +857,74 @@ static void test_minimal(void **state)
 	rd_trace_close(t);
 }
 
+/*
+ * A trace as another tracer writes it: a stream event.context (vtid,
+ * procname, as LTTng adds them) and an event class context, both handed out
+ * with the item; text arrays and sequences (LTTng's ctf_array_text) printed
+ * as strings up to the first NUL; an event-header `timestamp` mapped to no
+ * clock gives times from babeltrace2's implicit 1 GHz clock, so the two
+ * files merge by time.
+ */
+static void test_foreign(void **state)
+{
+	(void)state;
+	static const char meta[] =
+		"/* CTF 1.8 */\n"
+		"typealias integer { size = 8; align = 8; signed = false; } := u8;\n"
+		"typealias integer { size = 32; align = 8; signed = false; } := u32;\n"
+		"typealias integer { size = 64; align = 8; signed = false; } := u64;\n"
+		"trace { major = 1; minor = 8; byte_order = le; };\n"
+		"stream { event.header := struct { u8 id; u64 timestamp; };\n"
+		"  event.context := struct { u32 _vtid; string _procname; }; };\n"
+		"event { name = \"a:b\"; id = 0; context := struct { u8 pri; };\n"
+		"  fields := struct { u8 n; integer { size = 8; align = 8; signed = false; encoding = UTF8; } txt[4];\n"
+		"    u8 len; integer { size = 8; encoding = ASCII; } seq[len]; }; };\n"
+		"event { name = \"a:c\"; id = 1; fields := struct { u8 n; }; };\n";
+	const uint8_t s0[] = {
+		0, 30, 0, 0, 0, 0, 0, 0, 0, 0xd2, 0x04, 0, 0, 'p', '1', 0,   /* a:b at 30 */
+		7, 1, 'h', 'i', 0, 'x', 2, 'o', 'k',
+		1, 50, 0, 0, 0, 0, 0, 0, 0, 0xd2, 0x04, 0, 0, 'p', '1', 0, 3, /* a:c at 50 */
+	};
+	const uint8_t s1[] = {
+		1, 40, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 'p', '2', 0, 2,     /* a:c at 40 */
+	};
+	struct rd_mem_stream ms[2] = { { "s0", s0, sizeof(s0) }, { "s1", s1, sizeof(s1) } };
+	struct rd_trace *t;
+	struct rd_item it;
+	struct ctf_buf b;
+	char err[256];
+	ctf_buf_init(&b);
+	assert_int_equal(rd_trace_open_mem(meta, sizeof(meta) - 1, ms, 2, &t, err, sizeof(err)), 0);
+
+	assert_int_equal(rd_trace_next(t, &it), 1);
+	assert_string_equal(it.ec->name, "a:b");
+	assert_true(it.ns_ok);
+	assert_int_equal(it.ns, 30);
+	assert_non_null(it.common_context);
+	rd_format_value(&b, it.common_context);
+	assert_string_equal(b.data, "{vtid=1234, procname=\"p1\"}");
+	assert_non_null(it.context);
+	ctf_buf_reset(&b);
+	rd_format_value(&b, it.context);
+	assert_string_equal(b.data, "{pri=7}");
+	ctf_buf_reset(&b);
+	rd_format_fields(&b, it.fields);
+	assert_string_equal(b.data, " n=1 txt=\"hi\" seq=\"ok\"");
+
+	assert_int_equal(rd_trace_next(t, &it), 1);
+	assert_string_equal(it.ec->name, "a:c");
+	assert_int_equal(it.ns, 40);
+	assert_int_equal(rd_value_member(it.common_context, "_vtid")->u, 99);
+	assert_null(it.context);
+
+	assert_int_equal(rd_trace_next(t, &it), 1);
+	assert_int_equal(it.ns, 50);
+	assert_int_equal(rd_value_member(it.fields, "n")->u, 3);
+	assert_int_equal(rd_trace_next(t, &it), 0);
+	rd_trace_close(t);
+	ctf_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +938,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_dir),
 		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_foreign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

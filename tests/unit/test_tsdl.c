@@ -3,7 +3,8 @@
  *
  * Checks: the metadata that ringtrace generates parses in LE, BE and
  * natural alignment, with the types of every field kind, the clock, the env
- * and the stream; harmless variations parse too (comments, field and block
+ * and the stream; timestamps without a clock mapping get one as babeltrace2
+ * gives them; harmless variations parse too (comments, field and block
  * order, typedef, named struct/variant/enum, multi-word aliases, other
  * alignments and bases, network byte order, callsite blocks, clock offset
  * normalisation, packetized metadata); malformed metadata is refused with
@@ -207,6 +208,105 @@ static void test_variations(void **state)
 	rd_meta_free(m);
 }
 
+/*
+ * Timestamps without a `map`, as babeltrace2 reads them: `timestamp` in the
+ * event header (here inside a variant option) and `timestamp_begin`/`_end`
+ * in the packet context map to an implicit 1 GHz clock when the trace has
+ * no clock, to its only clock otherwise; other names map to nothing; the
+ * same alias in a payload stays unmapped; with two clocks the trace is
+ * refused.
+ */
+#define UNMAPPED(CLOCKS, TS, TSB)                                                              \
+	"/* CTF 1.8 */\n"                                                                      \
+	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"             \
+	"typealias integer { size = 27; align = 1; signed = false; } := uint27_t;\n"           \
+	"typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"           \
+	"trace { major = 1; minor = 8; byte_order = le; };\n" CLOCKS                           \
+	"stream { packet.context := struct { uint64_t " TSB "; uint64_t packet_size; };\n"     \
+	"  event.header := struct { enum : uint8_t { compact = 0 ... 30, extended = 31 } id;\n" \
+	"    variant <id> { struct { uint27_t " TS "; } compact;\n"                             \
+	"      struct { uint8_t id; uint64_t " TS "; } extended; } v; }; };\n"                 \
+	"event { name = e; fields := struct { uint64_t timestamp; uint27_t x; }; };\n"
+
+static const struct rd_type *header_ts(const struct rd_stream_class *sc, const char *opt,
+				       const char *name)
+{
+	return field(field(field(sc->event_header, "v"), opt), name);
+}
+
+static void test_unmapped_timestamps(void **state)
+{
+	(void)state;
+	struct rd_meta *m = parse_ok(UNMAPPED("", "timestamp", "timestamp_begin"));
+	const struct rd_stream_class *sc = &m->streams[0];
+	assert_int_equal(m->n_clocks, 1);
+	assert_string_equal(m->clocks[0].name, "default");
+	assert_int_equal(m->clocks[0].freq, 1000000000);
+	assert_int_equal(m->clocks[0].offset_s, 0);
+	assert_int_equal(m->clocks[0].offset, 0);
+	assert_int_equal(sc->clock, 0);
+	assert_int_equal(header_ts(sc, "compact", "timestamp")->clock, 0);
+	assert_int_equal(header_ts(sc, "compact", "timestamp")->size, 27);
+	assert_int_equal(header_ts(sc, "extended", "timestamp")->clock, 0);
+	assert_int_equal(header_ts(sc, "extended", "id")->clock, -1);
+	assert_int_equal(field(sc->packet_context, "timestamp_begin")->clock, 0);
+	assert_int_equal(field(sc->packet_context, "packet_size")->clock, -1);
+	/* the aliases are shared with the payload, which stays unmapped */
+	assert_int_equal(field(m->events[0].fields, "timestamp")->clock, -1);
+	assert_int_equal(field(m->events[0].fields, "x")->clock, -1);
+	rd_meta_free(m);
+
+	m = parse_ok(UNMAPPED("", "ts", "tsb"));
+	assert_int_equal(m->n_clocks, 0);
+	assert_int_equal(m->streams[0].clock, -1);
+	assert_int_equal(header_ts(&m->streams[0], "compact", "ts")->clock, -1);
+	rd_meta_free(m);
+
+	m = parse_ok(UNMAPPED("clock { name = mono; freq = 1000; };\n", "timestamp", "tsb"));
+	assert_int_equal(m->n_clocks, 1);
+	assert_string_equal(m->clocks[0].name, "mono");
+	assert_int_equal(m->streams[0].clock, 0);
+	assert_int_equal(header_ts(&m->streams[0], "extended", "timestamp")->clock, 0);
+	rd_meta_free(m);
+
+	/* Shared types: 40 levels of two members each are 2^40 paths to the
+	 * leaves but 41 types; both walks (the mapping, and finding a
+	 * stream's clock) visit each type once, or they would never end. */
+	for (int named = 0; named < 2; named++) {
+		char text[8192];
+		int n = snprintf(text, sizeof(text),
+				 "/* CTF 1.8 */\n"
+				 "typealias integer { size = 8; align = 8; signed = false; } := u8;\n"
+				 "trace { major = 1; minor = 8; byte_order = le; };\n"
+				 "typealias struct { u8 %s; u8 x; } := s0;\n", named ? "timestamp" : "ts");
+		for (int i = 1; i <= 40; i++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      "typealias struct { s%d a; s%d b; } := s%d;\n", i - 1, i - 1, i);
+		snprintf(text + n, sizeof(text) - (size_t)n,
+			 "stream { event.header := struct { s40 h; u8 id; }; };\n"
+			 "event { name = e; fields := struct { s40 copy; }; };\n");
+		m = parse_ok(text);
+		assert_int_equal(m->n_clocks, (size_t)named);
+		assert_int_equal(m->streams[0].clock, named ? 0 : -1);
+		const struct rd_type *h = field(m->streams[0].event_header, "h");
+		const struct rd_type *pl = m->events[0].fields->members[0].type;
+		for (int i = 0; i < 40; i++) {
+			h = field(h, i % 2 ? "a" : "b");
+			pl = field(pl, "a");
+		}
+		assert_int_equal(field(h, named ? "timestamp" : "ts")->clock, named ? 0 : -1);
+		assert_int_equal(field(pl, named ? "timestamp" : "ts")->clock, -1);
+		rd_meta_free(m);
+	}
+
+	const char *two = UNMAPPED("clock { name = a; };\nclock { name = b; };\n", "timestamp", "tsb");
+	char err[256];
+	m = NULL;
+	assert_int_equal(rd_meta_parse(two, strlen(two), &m, err, sizeof(err)), -EINVAL);
+	assert_null(m);
+	assert_non_null(strstr(err, "line 3: a timestamp that is not mapped to a clock, in a trace with 2 clocks"));
+}
+
 struct bad {
 	const char *text;
 	const char *msg;             /* expected substring, with its line */
@@ -383,6 +483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generated),
 		cmocka_unit_test(test_variations),
+		cmocka_unit_test(test_unmapped_timestamps),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_packetized),
