@@ -177,10 +177,14 @@ begin
 if have "$RT" "$FORKER"; then
 	# The middle shell exits; the orphan waits until it is gone (its
 	# parent is then the recorder, a subreaper), then becomes forker.
-	# The top shell waits on the fifo the orphan holds open.
+	# The top shell waits on the fifo the orphan holds open. The orphan
+	# drops RINGTRACE_SHM: bash does not load libringtrace, so the first
+	# instrumented program to start would take the top region instead of
+	# being followed (whether it can depends on the descriptor number the
+	# recorder's region happens to get).
 	mkfifo "$T/orphan.fifo"
 	timeout $TO "$RT" record --follow-fork --follow-exec -o "$T/orphan.t" -- bash -c '
-		( m=$BASHPID; ( while kill -0 $m 2>/dev/null; do sleep 0.01; done; exec 3>"$1"; exec "$2" >/dev/null ) & )
+		( m=$BASHPID; ( while kill -0 $m 2>/dev/null; do sleep 0.01; done; exec 3>"$1"; unset RINGTRACE_SHM; exec "$2" >/dev/null ) & )
 		cat "$1"' _ "$T/orphan.fifo" "$FORKER" >"$T/orphan.out" 2>"$T/orphan.err"
 	eq "exit status" "$?" 0
 	n=$(ls "$T/orphan.t/children" 2>/dev/null | grep -c -- '-forker')
