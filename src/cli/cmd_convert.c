@@ -526,7 +526,8 @@ static int classes_init(struct classes *c, const struct rd_meta *m)
 		idx[i] = (uint32_t)i;
 	}
 	g_sort_meta = m;
-	qsort(idx, c->n, sizeof(*idx), cmp_class_name);
+	if (c->n > 1)
+		qsort(idx, c->n, sizeof(*idx), cmp_class_name);
 	char want[512];
 	for (size_t i = 0; i < c->n; i++) {
 		const char *name = m->events[i].name ? m->events[i].name : "";
@@ -1198,7 +1199,8 @@ static int folded_write(struct folded *fo, struct sink *out, const char *debug_d
 		v[n++].count = fo->unknown;
 	}
 	if (!r) {
-		qsort(v, n, sizeof(*v), cmp_fline);
+		if (n > 1)
+			qsort(v, n, sizeof(*v), cmp_fline);
 		for (size_t i = 0; i < n; i++) {
 			uint64_t sum = v[i].count;
 			while (i + 1 < n && !strcmp(v[i].text, v[i + 1].text))

@@ -906,9 +906,14 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 static int merge_aggregate(struct report *r, const char *dir, const struct stack_files *sf, struct sym_ctx *ctx)
 {
 	size_t size;
-	void *m = agg_load(dir, &size);
-	if (!m)
-		return errno == ENOENT ? 0 : -1;
+	char err[PATH_MAX + 128];
+	void *m = agg_load(dir, &size, err, sizeof(err));
+	if (!m && errno == ENOENT)
+		return 0;
+	if (!m) {
+		fprintf(stderr, PFX "%s\n", err);
+		return -1;
+	}
 	merge_block(r, m, size, sf, ctx);
 	free(m);
 	return 1;
@@ -928,7 +933,10 @@ static void name_rows(struct report *r, struct aggtab *t, int by, struct sym_ctx
 	if (by == 2)
 		merge_by_name(t);
 	g_sort = r->sort;
-	qsort(t->v, t->n, sizeof(*t->v), cmp_agg);
+	/* A trace that ends before any allocation leaves t->v NULL, and
+	 * qsort's pointer must not be NULL even for 0 elements. */
+	if (t->n > 1)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_agg);
 	u64map_free(&t->idx); /* sorted: the index no longer points right */
 }
 
@@ -978,10 +986,8 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 	rd_trace_close(t);
 	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
 	k = merge_aggregate(r, dir, &sf, ctx);
-	if (k < 0) {
-		fprintf(stderr, PFX "%s/" AGG_FILE " is damaged: no counters from it\n", dir);
+	if (k < 0)
 		status = 1;
-	}
 	if (!r->events && !r->aggregate && status == 0 && !r->html) {
 		fprintf(stderr, PFX "%s has no allocation events (record with --mem)\n", dir);
 		if (ctx)

@@ -364,7 +364,8 @@ static int cmp_type(const void *x, const void *y)
  * line), and their counts. */
 static void rate_chart(FILE *o, struct rate_series *rs)
 {
-	qsort(rs->types, rs->ntypes, sizeof(*rs->types), cmp_type);
+	if (rs->ntypes > 1)
+		qsort(rs->types, rs->ntypes, sizeof(*rs->types), cmp_type);
 	size_t nl = rs->ntypes > NPAL ? NPAL - 1 : rs->ntypes;
 	uint64_t *other = rs->ntypes > NPAL ? calloc(RATE_BUCKETS, sizeof(*other)) : NULL;
 	for (size_t k = nl; other && k < rs->ntypes; k++)
@@ -761,7 +762,8 @@ static int flame_emit(const struct flame_out *fo, uint32_t id, double x)
 	nc = 0;
 	for (uint32_t c = n->child; c; c = fo->f->nodes[c].next)
 		kids[nc++] = &fo->f->nodes[c];
-	qsort(kids, nc, sizeof(*kids), cmp_node);
+	if (nc > 1)
+		qsort(kids, nc, sizeof(*kids), cmp_node);
 	int ret = 0;
 	for (size_t i = 0; i < nc && !ret; i++) {
 		ret = flame_emit(fo, (uint32_t)(kids[i] - fo->f->nodes), x);

@@ -1953,7 +1953,8 @@ static int finish(struct parser *p)
 						    sc->events[k]->name);
 				sc->events[k]->id = 0;
 			}
-		qsort(sc->events, sc->n_events, sizeof(*sc->events), cmp_event_ptr);
+		if (sc->n_events > 1)
+			qsort(sc->events, sc->n_events, sizeof(*sc->events), cmp_event_ptr);
 		for (size_t k = 1; k < sc->n_events; k++)
 			if (sc->events[k]->id == sc->events[k - 1]->id)
 				return fail(p, sc->events[k]->line, "duplicate event id %llu",

@@ -296,7 +296,8 @@ static int parse_bin(const char *buf, size_t len, struct stackmap_stack **ret, s
 		return r;
 	if (r < 0)
 		return -EBADMSG; /* -EPROTO included: the header promises version 2 */
-	qsort(s, n, sizeof(*s), by_id);
+	if (n > 1)
+		qsort(s, n, sizeof(*s), by_id);
 	/* An id names one stack: two records with one id cannot both be right. */
 	for (size_t i = 1; i < n; i++) {
 		if (s[i].id == s[i - 1].id) {
