@@ -16,12 +16,14 @@
  * a one-line error and exit 1, never partial output.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/stack_live.h"
@@ -151,9 +153,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 static int read_file(const char *path, char **ret, size_t *ret_len)
 {
-	FILE *f = fopen(path, "rb");
+	/* O_NONBLOCK: a FIFO given as input is refused below, never waited on. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	if (!f) {
 		fprintf(stderr, PFX "cannot open '%s': %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	struct stat st;

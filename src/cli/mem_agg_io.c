@@ -120,25 +120,45 @@ out:
 	return ret;
 }
 
-void *agg_load(const char *dir, size_t *ret_size)
+void *agg_load(const char *dir, size_t *ret_size, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/" AGG_FILE, dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	err[0] = 0;
+	/* O_NONBLOCK: a FIFO planted in the trace must not hang the reader
+	 * in open(); fstat then refuses anything but a regular file. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		if (e != ENOENT)
+			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(e));
+		errno = e;
 		return NULL;
+	}
 	struct stat st;
 	struct memagg_header h;
 	void *m = NULL;
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "cannot read '%s': not a regular file", path);
+		errno = EINVAL;
+		goto out;
+	}
+	if (st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 	    h.key_bits < MEMAGG_BITS_MIN || h.key_bits > MEMAGG_BITS_MAX || (uint64_t)st.st_size > memagg_size(h.key_bits)) {
+		snprintf(err, errlen, "%s is damaged: no counters from it", path);
 		errno = EINVAL;
 		goto out;
 	}
 	size_t size = memagg_size(h.key_bits);
 	m = calloc(1, size);
-	if (!m)
+	if (!m) {
+		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
+	}
 	size_t off = 0;
 	while (off < (size_t)st.st_size) {
 		ssize_t k = pread(fd, (char *)m + off, (size_t)st.st_size - off, (off_t)off);
@@ -150,6 +170,7 @@ void *agg_load(const char *dir, size_t *ret_size)
 	if (off != (size_t)st.st_size || !memagg_check(m, size, &n)) {
 		free(m);
 		m = NULL;
+		snprintf(err, errlen, "%s is damaged: no counters from it", path);
 		errno = EINVAL;
 		goto out;
 	}

@@ -26,8 +26,10 @@ int agg_create(int by_stack);
 int agg_save(int fd, int dfd, const char *dir);
 
 /* DIR/mem/aggregate.bin as a validated block (malloc'ed, its full size),
- * or NULL with errno (ENOENT: no such file, EINVAL: damaged). */
-void *agg_load(const char *dir, size_t *ret_size);
+ * or NULL with errno ENOENT (no such file, ERR empty) or another errno and
+ * one line in ERR (not a regular file, damaged, unreadable). Never blocks:
+ * a FIFO in its place is refused, not opened for reading. */
+void *agg_load(const char *dir, size_t *ret_size, char *err, size_t errlen);
 
 /* The block of a running program, mapped read-only (munmap it), found
  * among its descriptors; NULL and a message in ERR. */
