@@ -5,7 +5,8 @@
  *
  * The metadata is parsed with the reader's TSDL parser, then every stream
  * file (every regular file but `metadata` whose name does not start with
- * '.', as babeltrace2 reads them) is walked packet by packet by the checker
+ * '.', as babeltrace2 reads them; any other entry but the directories a
+ * recording writes is a problem, never opened) is walked packet by packet by the checker
  * (src/read/check_trace.c), which decodes every event. Each problem is one
  * line on stdout:
  *
@@ -35,6 +36,7 @@
 
 #include "cli/cli.h"
 #include "read/check_trace.h"
+#include "read/reader.h"
 #include "read/tsdl.h"
 
 #define PFX "ringtrace check: "
@@ -124,7 +126,9 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* Names of the stream files of the trace open in dfd, sorted as the reader
- * sorts them. 0 or a negative errno. */
+ * sorts them, with the entries that cannot be streams among them (a FIFO,
+ * a socket, a directory, a link loop: rd_trace_entry()) as "NAME\0why", so
+ * that each is reported as a problem in its place. 0 or a negative errno. */
 static int list_streams(int dfd, char ***ret, size_t *ret_n)
 {
 	int dfd2 = dup(dfd);
@@ -141,10 +145,9 @@ static int list_streams(int dfd, char ***ret, size_t *ret_n)
 		return r;
 	}
 	while ((de = readdir(dp))) {
-		struct stat st;
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "metadata"))
-			continue;
-		if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+		const char *why;
+		int kind = rd_trace_entry(dfd, de->d_name, &why);
+		if (kind == 0)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 16;
@@ -156,7 +159,15 @@ static int list_streams(int dfd, char ***ret, size_t *ret_n)
 			names = v;
 			cap = ncap;
 		}
-		if (!(names[n] = strdup(de->d_name))) {
+		size_t ln = strlen(de->d_name), lw = kind < 0 ? strlen(why) : 0;
+		if ((names[n] = malloc(ln + lw + 2)) != NULL) {
+			memcpy(names[n], de->d_name, ln + 1);
+			if (kind < 0)
+				memcpy(names[n] + ln + 1, why, lw + 1);
+			else
+				names[n][ln + 1] = 0;
+		}
+		if (!names[n]) {
 			r = -ENOMEM;
 			break;
 		}
@@ -249,7 +260,14 @@ static int check_dir(const char *dir, struct out *o)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int fd = openat(dfd, names[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		const char *why = names[i] + strlen(names[i]) + 1;
+		if (*why) {
+			/* Never opened: a FIFO would block, a link loop cannot be. */
+			snprintf(err, sizeof(err), "not a stream file: %s", why);
+			rd_check_report(c, names[i], err);
+			continue;
+		}
+		int fd = openat(dfd, names[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			snprintf(err, sizeof(err), "cannot open: %s",
 				 fd < 0 ? strerror(errno) : "not a regular file any more");

@@ -143,6 +143,10 @@ int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "ringtrace dump: %s: %s\n", dir, err);
 		return 1;
 	}
+	/* Not fatal to a dump (the streams that are there still print), but
+	 * never silent: `check` counts each as a problem. */
+	for (size_t i = 0; i < rd_trace_n_skipped(t); i++)
+		fprintf(stderr, "ringtrace dump: warning: %s/%s: skipped\n", dir, rd_trace_skipped(t, i));
 	struct ctf_buf line;
 	struct rd_item it;
 	int r, status = 0;

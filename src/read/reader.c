@@ -40,6 +40,8 @@ struct rd_trace {
 	size_t n_threads;
 	struct rd_thread_name *inband;   /* ringtrace:thread_name records seen so far */
 	size_t n_inband, cap_inband;
+	char **skipped;              /* "NAME: why" of entries that cannot be streams */
+	size_t n_skipped;
 	unsigned n_errors;
 	char err[1024];
 };
@@ -376,6 +378,64 @@ static int cmp_names(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* ---- the entries of a trace directory --------------------------------------- */
+
+int rd_trace_entry(int dfd, const char *name, const char **ret_why)
+{
+	struct stat st;
+	*ret_why = NULL;
+	if (name[0] == '.' || !strcmp(name, "metadata"))
+		return 0;
+	if (fstatat(dfd, name, &st, 0) < 0) {
+		/* A dangling link or a link loop: no stream can be read there. */
+		*ret_why = errno == ELOOP ? "a symbolic link loop" : strerror(errno);
+		return -1;
+	}
+	if (S_ISREG(st.st_mode))
+		return 1;
+	if (S_ISDIR(st.st_mode) && (!strcmp(name, "stacks") || !strcmp(name, "mem") ||
+				    !strcmp(name, "children")))
+		return 0;
+	*ret_why = rd_file_kind(st.st_mode);
+	return -1;
+}
+
+const char *rd_file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
+}
+
+static int note_skipped(struct rd_trace *t, const char *name, const char *why)
+{
+	char **v = realloc(t->skipped, (t->n_skipped + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->skipped = v;
+	if (asprintf(&v[t->n_skipped], "%s: %s, not a stream file", name, why) < 0)
+		return -ENOMEM;
+	t->n_skipped++;
+	return 0;
+}
+
+size_t rd_trace_n_skipped(const struct rd_trace *t)
+{
+	return t->n_skipped;
+}
+
+const char *rd_trace_skipped(const struct rd_trace *t, size_t i)
+{
+	return i < t->n_skipped ? t->skipped[i] : NULL;
+}
+
 int rd_trace_open(const char *dir, struct rd_trace **ret, char *err, size_t errlen)
 {
 	struct rd_trace *t = calloc(1, sizeof(*t));
@@ -453,10 +513,18 @@ int rd_trace_open(const char *dir, struct rd_trace **ret, char *err, size_t errl
 	size_t cap = 0;
 	struct dirent *de;
 	while ((de = readdir(dp))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "metadata"))
+		const char *why;
+		int kind = rd_trace_entry(dfd, de->d_name, &why);
+		if (kind == 0)
 			continue;
-		if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+		if (kind < 0) {
+			if (t->n_skipped < RD_FILES_MAX && note_skipped(t, de->d_name, why) < 0) {
+				r = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto fail;
+			}
 			continue;
+		}
 		if (t->n == RD_FILES_MAX) {
 			r = -E2BIG;
 			snprintf(err, errlen, "more than %d stream files", RD_FILES_MAX);
@@ -603,6 +671,9 @@ void rd_trace_close(struct rd_trace *t)
 	for (size_t i = 0; t->names && i < t->n; i++)
 		free(t->names[i]);
 	free(t->names);
+	for (size_t i = 0; i < t->n_skipped; i++)
+		free(t->skipped[i]);
+	free(t->skipped);
 	free(t->streams);
 	free(t->heap);
 	free(t->key);

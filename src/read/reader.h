@@ -64,11 +64,32 @@ struct rd_trace;
 
 /*
  * Open the trace in `dir`: parse `metadata`, open every other regular file
- * whose name does not start with '.' as a stream. Returns 0, or a negative
+ * whose name does not start with '.' as a stream (rd_trace_entry()); the
+ * entries that cannot be streams are listed by rd_trace_skipped(). Returns 0, or a negative
  * errno with a message in `err` (no such directory, no metadata, metadata
  * error with its line, too many files...).
  */
 int rd_trace_open(const char *dir, struct rd_trace **ret, char *err, size_t errlen);
+
+/*
+ * What entry `name` of the trace directory open in `dfd` is to the
+ * readers: 1 a stream file (a regular file, or a link to one), 0 no stream
+ * and no matter (`metadata`, a name starting with '.', the directories
+ * `stacks`, `mem` and `children` a recording writes), or -1 an entry where
+ * a stream file should be that cannot be one (a FIFO, a socket, another
+ * directory, a link loop...), with the reason in *ret_why. Never opens it.
+ */
+int rd_trace_entry(int dfd, const char *name, const char **ret_why);
+
+/* "a FIFO", "a directory"... for the st_mode of a file. */
+const char *rd_file_kind(unsigned mode);
+
+/*
+ * The entries rd_trace_open() left out because rd_trace_entry() refused
+ * them, as "NAME: why, not a stream file" (commands warn with them).
+ */
+size_t rd_trace_n_skipped(const struct rd_trace *t);
+const char *rd_trace_skipped(const struct rd_trace *t, size_t i);
 
 /* The same from memory (tests, fuzzing). The buffers must outlive the trace. */
 int rd_trace_open_mem(const char *metadata, size_t len, const struct rd_mem_stream *streams,
