@@ -177,6 +177,9 @@ if [ -x tests/e2e/sec_ctl.sh ]; then
 	suite "other users' control blocks: nothing opened writable, forged ones refused (gcc build)" \
 		tests/e2e/sec_ctl.sh build
 fi
+if [ -x tests/e2e/readers.sh ]; then
+	suite "readers on odd trace directories, many threads, many event classes (gcc build)" tests/e2e/readers.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
@@ -204,6 +207,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		# The command under ASan; the other user's programs from the plain build.
 		[ -x tests/e2e/sec_ctl.sh ] && suite "other users' control blocks (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 SEC_PROGS_BUILD=build tests/e2e/sec_ctl.sh build-asan
+		[ -x tests/e2e/readers.sh ] && suite "readers on odd trace directories (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/readers.sh build-asan
 	fi
 fi
 

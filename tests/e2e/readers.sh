@@ -1,0 +1,106 @@
+#!/bin/bash
+# readers.sh - the readers (check, dump, report, convert) on traces that are
+# odd but real, or planted with things that must not hang them:
+#   - a FIFO, a directory, a socket or a symbolic link loop where a stream
+#     file would be: `check` reports each as a problem, `dump` warns;
+#   - DIR/mem/aggregate.bin as a FIFO: `report` fails with one line, at once;
+#   - `report` on a trace cut short with no allocation events (a qsort of
+#     nothing, undefined behaviour that UBSan stops on, in the ASan build);
+#   - a program with 300 named threads: every reader reads its trace and
+#     shows the names, and so does babeltrace2 when installed;
+#   - a trace from before per-thread env keys, with all names in one long
+#     thread_names literal, still reads;
+#   - `convert --to sqlite` of a trace with 20,000 event classes ends (it
+#     took hours when each class cost time in proportion to all others).
+#
+#   tests/e2e/readers.sh [BUILD_DIR]
+set -u
+export LC_ALL=C
+exec </dev/null
+ulimit -c 0
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/tests/e2e/harness.sh"
+e2e_setup readers "${1:-build}"
+PROGS=$BUILD/tests/e2e
+DEMO=$BUILD/examples/demo
+CTFGEN=$BUILD/tests/tools/ctf_gen
+LIM=60
+cleanup() { cd / && rm -rf "$T"; }
+trap cleanup EXIT
+
+# run OUT CMD...: CMD under timeout, stdout in OUT, stderr in OUT.err,
+# status in RC (124 when it had to be stopped).
+run() {
+	local out=$1
+	shift
+	{ timeout -k 5 $LIM "$@" >"$out" 2>"$out.err"; } 2>/dev/null
+	RC=$?
+}
+
+# ---- a plain trace ------------------------------------------------------------
+
+begin
+if have "$RT" "$DEMO"; then
+	run plain.rec "$RT" record -o plain -- "$DEMO"
+	eq "record status" "$RC" 0
+	[ -f plain/stream_0 ] || why "no plain/stream_0"
+fi
+finish "a plain trace of the demo"
+
+# ---- stream entries that are no stream files --------------------------------
+
+# plant KIND DIR: put a KIND (fifo, dir, socket, loop) named stream_99 in DIR.
+plant() {
+	case $1 in
+	fifo) mkfifo "$2/stream_99" ;;
+	dir) mkdir "$2/stream_99" ;;
+	socket) python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$2/stream_99" ;;
+	loop) ln -s stream_99 "$2/stream_99" ;;
+	esac
+}
+declare -A KIND_TEXT=([fifo]="a FIFO" [dir]="a directory" [socket]="a socket" [loop]="a symbolic link loop")
+for kind in fifo dir socket loop; do
+	begin
+	rm -rf "e_$kind"
+	cp -r plain "e_$kind" && plant "$kind" "e_$kind"
+	run "e_$kind.chk" "$RT" check "e_$kind"
+	eq "check status" "$RC" 1
+	grep -qx "e_$kind/stream_99: not a stream file: ${KIND_TEXT[$kind]}" "e_$kind.chk" ||
+		{ why "check names no problem in stream_99"; show "e_$kind.chk"; }
+	tail -n 1 "e_$kind.chk" | grep -q ', 1 problems$' || { why "check: not 1 problem"; show "e_$kind.chk"; }
+	run "e_$kind.dump" "$RT" dump "e_$kind"
+	eq "dump status" "$RC" 0
+	grep -q "warning: e_$kind/stream_99: ${KIND_TEXT[$kind]}, not a stream file" "e_$kind.dump.err" ||
+		{ why "dump gave no warning"; show "e_$kind.dump.err"; }
+	[ "$(wc -l <"e_$kind.dump")" = "$(timeout $LIM "$RT" dump plain | wc -l)" ] ||
+		why "dump did not print every event of the other streams"
+	finish "a stream entry that is $kind: check reports a problem, dump warns"
+done
+
+# ---- DIR/mem/aggregate.bin as a FIFO ----------------------------------------
+
+begin
+rm -rf aggfifo
+cp -r plain aggfifo && mkdir aggfifo/mem && mkfifo aggfifo/mem/aggregate.bin
+run aggfifo.rep "$RT" report aggfifo
+[ "$RC" != 0 ] && [ "$RC" != 124 ] || why "report status $RC (124: it blocked)"
+grep -qx "ringtrace report: cannot read 'aggfifo/mem/aggregate.bin': not a regular file" aggfifo.rep.err ||
+	{ why "no clear message"; show aggfifo.rep.err; }
+finish "report with a FIFO as mem/aggregate.bin: fails at once with one line"
+
+# ---- report on a cut trace without allocation events --------------------------
+
+begin
+rm -rf cut
+cp -r plain cut && truncate -s 50000 cut/stream_0
+run cut.rep "$RT" report cut
+eq "report status" "$RC" 1
+if grep -q "runtime error\|ERROR: AddressSanitizer" cut.rep.err; then
+	why "sanitizer report"
+	show cut.rep.err
+fi
+grep -q "truncated packet" cut.rep.err || { why "no read error named"; show cut.rep.err; }
+finish "report on a cut trace with no allocation events: a read error, no undefined behaviour"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
