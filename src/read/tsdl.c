@@ -41,7 +41,7 @@
 
 #include "read/u64map.h"
 
-#define TOK_MAX_LEN   4096           /* bytes of one word or string */
+#define TOK_MAX_LEN   4096           /* bytes of one identifier */
 #define LOOKAHEAD     8
 #define ALIAS_WORDS   4
 #define MEMBERS_MAX   65536
@@ -178,21 +178,36 @@ int rd_hexval(int c)
 	return -1;
 }
 
+/*
+ * A string literal, decoded into the arena. Its source text bounds its
+ * decoded length, so the literal is measured first (up to the closing
+ * quote or the end of the line) and decoded into a buffer of that size,
+ * capped at RD_STRING_MAX + 1 bytes: one byte over the limit is enough to
+ * tell a literal that is too long, whatever the size of the metadata.
+ */
 static int lex_string(struct parser *p, struct tok *t)
 {
 	const char *s = p->cur + 1;
-	char out[TOK_MAX_LEN + 1];
+	const char *q = s;
+	while (q < p->end && *q != '"' && *q != '\n')
+		q += *q == '\\' && q + 1 < p->end && q[1] != '\n' ? 2 : 1;
+	size_t room = (size_t)(q - s) < RD_STRING_MAX ? (size_t)(q - s) : RD_STRING_MAX;
+	char *out = rd_arena_alloc(p->ar, room + 1);
 	size_t n = 0;
+	if (!out)
+		return oom(p);
 	for (;;) {
 		if (s >= p->end || *s == '\n') {
 			return fail(p, t->line, "unterminated string literal");
 		}
-		if (n >= TOK_MAX_LEN) {
-			return fail(p, t->line, "string literal longer than %u bytes", TOK_MAX_LEN);
+		if (*s == '"') {
+			s++;
+			break;
+		}
+		if (n >= RD_STRING_MAX) {
+			return fail(p, t->line, "string literal longer than %u bytes", RD_STRING_MAX);
 		}
 		char c = *s++;
-		if (c == '"')
-			break;
 		if (c != '\\') {
 			out[n++] = c;
 			continue;
@@ -239,9 +254,8 @@ static int lex_string(struct parser *p, struct tok *t)
 		}
 	}
 	t->kind = TK_STR;
-	t->str = rd_arena_strndup(p->ar, out, n);
-	if (!t->str)
-		return oom(p);
+	out[n] = '\0';
+	t->str = out;
 	t->n = (size_t)(s - p->cur);
 	p->cur = s;
 	return 0;

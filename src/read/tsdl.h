@@ -23,6 +23,7 @@
 #include "read/arena.h"
 
 #define RD_META_MAX      (16u << 20)   /* bytes of metadata text */
+#define RD_STRING_MAX    (1u << 20)    /* bytes of one string literal, decoded */
 #define RD_META_MEM      (64u << 20)   /* bytes of model */
 #define RD_DEPTH_MAX     32            /* syntactic nesting of type specifiers */
 #define RD_TYPE_DEPTH    64            /* depth of a type tree, aliases included */

@@ -408,6 +408,65 @@ static void test_limits(void **state)
 	assert_int_equal(rd_meta_parse("x", RD_META_MAX + 1, &m, err, sizeof(err)), -E2BIG);
 }
 
+/* "HDR TRACE env { s = "<n bytes>"; };" with each byte written as `esc`
+ * (a plain 'a' when NULL): the metadata of a string-literal limit test. */
+static char *env_literal(size_t n, const char *esc)
+{
+	const char *pre = HDR TRACE "env {\n\ts = \"", *post = "\";\n};\n";
+	size_t unit = esc ? strlen(esc) : 1;
+	size_t len = strlen(pre) + n * unit + strlen(post);
+	char *t = malloc(len + 1), *w = t;
+	assert_non_null(t);
+	w = stpcpy(w, pre);
+	for (size_t i = 0; i < n; i++)
+		w = esc ? stpcpy(w, esc) : (*w = 'a', w + 1);
+	strcpy(w, post);
+	return t;
+}
+
+static void test_string_limit(void **state)
+{
+	(void)state;
+	struct rd_meta *m = NULL;
+	char err[256] = "";
+
+	/* Exactly RD_STRING_MAX bytes: read whole (the thread_names of a
+	 * program with thousands of threads, in traces written before they
+	 * had an env key each). */
+	char *t = env_literal(RD_STRING_MAX, NULL);
+	m = parse_ok(t);
+	const struct rd_env *e = rd_meta_env(m, "s");
+	assert_non_null(e);
+	assert_non_null(e->str);
+	assert_int_equal(strlen(e->str), RD_STRING_MAX);
+	assert_true(e->str[0] == 'a' && e->str[RD_STRING_MAX - 1] == 'a');
+	rd_meta_free(m);
+	free(t);
+
+	/* The limit counts decoded bytes: escapes four times longer in the
+	 * text are still exactly at it. */
+	t = env_literal(RD_STRING_MAX, "\\x41");
+	m = parse_ok(t);
+	e = rd_meta_env(m, "s");
+	assert_non_null(e);
+	assert_int_equal(strlen(e->str), RD_STRING_MAX);
+	assert_true(e->str[RD_STRING_MAX - 1] == 'A');
+	rd_meta_free(m);
+	free(t);
+
+	/* One byte over: refused, with the line and the limit. */
+	t = env_literal(RD_STRING_MAX + 1, NULL);
+	m = NULL;
+	assert_int_equal(rd_meta_parse(t, strlen(t), &m, err, sizeof(err)), -EINVAL);
+	assert_null(m);
+	assert_string_equal(err, "line 4: string literal longer than 1048576 bytes");
+	free(t);
+	t = env_literal(RD_STRING_MAX + 1, "\\x41");
+	assert_int_equal(rd_meta_parse(t, strlen(t), &m, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "line 4: string literal longer than 1048576 bytes");
+	free(t);
+}
+
 static void test_packetized(void **state)
 {
 	(void)state;
@@ -486,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_unmapped_timestamps),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_string_limit),
 		cmocka_unit_test(test_packetized),
 		cmocka_unit_test(test_mutations),
 	};
