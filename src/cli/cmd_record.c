@@ -721,24 +721,17 @@ static void scan_threads(struct rec *r)
 	closedir(d);
 }
 
-/* "tid=comm,..." with comm percent-encoded outside [A-Za-z0-9._-]. */
-static char *thread_names(const struct rec *r)
+/* The env's thread names: one key each (thread_name_<tid>). */
+static struct ctf_thread_name *thread_names(const struct rec *r)
 {
-	size_t cap = r->nthreads * 64 + 1, len = 0;
-	char *s = malloc(cap);
-	if (!s)
+	struct ctf_thread_name *v = calloc(r->nthreads ? r->nthreads : 1, sizeof(*v));
+	if (!v)
 		return NULL;
-	s[0] = 0;
 	for (size_t i = 0; i < r->nthreads; i++) {
-		len += (size_t)snprintf(s + len, cap - len, "%s%u=", i ? "," : "", r->threads[i].tid);
-		for (const unsigned char *c = (const unsigned char *)r->threads[i].comm; *c; c++) {
-			if (isalnum(*c) || *c == '.' || *c == '_' || *c == '-')
-				len += (size_t)snprintf(s + len, cap - len, "%c", *c);
-			else
-				len += (size_t)snprintf(s + len, cap - len, "%%%02X", *c);
-		}
+		v[i].tid = r->threads[i].tid;
+		v[i].comm = r->threads[i].comm;
 	}
-	return s;
+	return v;
 }
 
 /* ---- metadata ---------------------------------------------------------- */
@@ -774,7 +767,7 @@ static int write_metadata(struct rec *r, int final)
 	gethostname(host, sizeof(host) - 1);
 	const char *procname = strrchr(r->progname, '/');
 	procname = procname ? procname + 1 : r->progname;
-	char *threads = thread_names(r);
+	struct ctf_thread_name *threads = thread_names(r);
 	struct ctf_env_kv env[] = {
 		{ "ringtrace_mode", r->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard", 0 },
 		{ "ringtrace_clock", r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic", 0 },
@@ -810,7 +803,8 @@ static int write_metadata(struct rec *r, int final)
 	t.hostname = host;
 	t.procname = procname;
 	t.tracer_version = RINGTRACE_VERSION;
-	t.thread_names = threads;
+	t.threads = threads;
+	t.n_threads = threads ? r->nthreads : 0;
 	t.vpid = r->child;
 	t.env = env;
 	t.n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);

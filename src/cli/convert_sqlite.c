@@ -977,10 +977,9 @@ static int put_threads(struct conv *c)
 	int r = 0;
 	/* Threads named in the env that had no event first, so that the
 	 * counted rows replace them. */
-	const struct rd_env *e = rd_meta_env(c->m, "thread_names");
 	struct rd_thread_name *names = NULL;
 	size_t nn = 0;
-	if (e && e->str && rd_parse_thread_names(e->str, &names, &nn) < 0)
+	if (rd_meta_thread_names(c->m, &names, &nn) < 0)
 		nn = 0;
 	for (size_t i = 0; i < nn && !r; i++) {
 		sqlite3_bind_int64(st, 1, names[i].tid);

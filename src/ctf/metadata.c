@@ -75,9 +75,11 @@ int ctf_metadata_validate(const struct ctf_trace_desc *t)
 			if (t->events[j].id == e->id)
 				return -EINVAL;
 	}
+	if (t->n_threads && !t->threads)
+		return -EINVAL;
 	for (size_t i = 0; i < t->n_env; i++) {
 		const struct ctf_env_kv *kv = &t->env[i];
-		if (!is_identifier(kv->key))
+		if (!is_identifier(kv->key) || !strncmp(kv->key, "thread_name_", 12))
 			return -EINVAL;
 		for (size_t j = 0; j < sizeof(builtin_env_keys) / sizeof(builtin_env_keys[0]); j++)
 			if (strcmp(kv->key, builtin_env_keys[j]) == 0)
@@ -242,6 +244,14 @@ static void generate(struct ctf_buf *b, const struct ctf_trace_desc *t)
 		ctf_buf_printf(b, "\tvpid = %" PRId64 ";\n", t->vpid);
 	if (t->thread_names)
 		put_string_attr(b, "\t", "thread_names", t->thread_names);
+	for (size_t i = 0; i < t->n_threads; i++) {
+		char key[32];
+		/* An unnamed thread has no key: readers fall back on its record. */
+		if (!t->threads[i].comm || !t->threads[i].comm[0])
+			continue;
+		snprintf(key, sizeof(key), "thread_name_%" PRIu32, t->threads[i].tid);
+		put_string_attr(b, "\t", key, t->threads[i].comm);
+	}
 	for (size_t i = 0; i < t->n_env; i++) {
 		if (t->env[i].str)
 			put_string_attr(b, "\t", t->env[i].key, t->env[i].str);

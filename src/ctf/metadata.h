@@ -9,8 +9,9 @@
  *
  * Input is validated before anything is written: a bad signature, an event
  * id of 0, two events with one id, an env key that is not an identifier (or
- * that repeats a built-in key) or a clock frequency of 0 give -EINVAL and no
- * output.
+ * that repeats a built-in key, or starts with thread_name_) or a clock
+ * frequency of 0 give -EINVAL and no output. A thread without a name gets
+ * no key.
  */
 #ifndef RINGTRACE_CTF_METADATA_H
 #define RINGTRACE_CTF_METADATA_H
@@ -40,6 +41,12 @@ struct ctf_clock_desc {
 	const char *description;     /* NULL: none */
 };
 
+/* A thread's name, written as the env key thread_name_<tid>. */
+struct ctf_thread_name {
+	uint32_t tid;
+	const char *comm;
+};
+
 struct ctf_trace_desc {
 	uint8_t uuid[16];
 	int big_endian;              /* byte_order = be (else le) */
@@ -49,7 +56,14 @@ struct ctf_trace_desc {
 	const char *hostname;
 	const char *procname;
 	const char *tracer_version;  /* "MAJOR.MINOR.PATCH" */
-	const char *thread_names;    /* "tid=comm,..." with comm percent-encoded */
+	/* One env key per thread, thread_name_<tid> = "comm": one literal for
+	 * all of them outgrew what readers take (a few hundred threads made
+	 * more than 4 KiB). */
+	const struct ctf_thread_name *threads;
+	size_t n_threads;
+	/* The single list "tid=comm,..." (comm percent-encoded) that older
+	 * versions wrote; only tests write it now, to make such traces. */
+	const char *thread_names;
 	int64_t vpid;
 	const struct ctf_env_kv *env;
 	size_t n_env;

@@ -36,7 +36,7 @@ struct rd_trace {
 	unsigned *rank;              /* per stream: place of its name in strcmp order */
 	long advance;                /* stream to advance before the next pop, or -1 */
 	struct rd_vpool payload;
-	struct rd_thread_name *threads;  /* env thread_names, sorted by tid */
+	struct rd_thread_name *threads;  /* env thread_name_<tid> and thread_names, by tid */
 	size_t n_threads;
 	struct rd_thread_name *inband;   /* ringtrace:thread_name records seen so far */
 	size_t n_inband, cap_inband;
@@ -109,18 +109,46 @@ static int cmp_thread(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* A name as it was appended, with its rank: equal tids keep their order. */
+struct thread_rank {
+	struct rd_thread_name e;
+	size_t rank;
+};
 
-int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *ret_n)
+static int cmp_thread_rank(const void *a, const void *b)
 {
-	size_t cap = 1;
-	for (const char *q = s; *q; q++)
-		cap += *q == ',';
-	if (cap > 1u << 20)
-		cap = 1u << 20;
-	struct rd_thread_name *v = calloc(cap, sizeof(*v));
-	size_t n = 0;
-	if (!v)
+	const struct thread_rank *x = a, *y = b;
+	if (x->e.tid != y->e.tid)
+		return x->e.tid < y->e.tid ? -1 : 1;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Sort v[0..n) by tid, the last entry of a tid winning, into a table of
+ * plain names (v is freed). O(n log n): a trace may name 10^5 threads. */
+static int finish_names(struct thread_rank *v, size_t n, struct rd_thread_name **ret, size_t *ret_n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_thread_rank);
+	struct rd_thread_name *out = calloc(n ? n : 1, sizeof(*out));
+	if (!out) {
+		free(v);
 		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i + 1 < n && v[i + 1].e.tid == v[i].e.tid)
+			continue;
+		out[k++] = v[i].e;
+	}
+	free(v);
+	*ret = out;
+	*ret_n = k;
+	return 0;
+}
+
+/* Append the entries of "tid=comm,..." (comm %XX-encoded) to v. */
+static size_t parse_name_list(const char *s, struct thread_rank *v, size_t n, size_t cap)
+{
 	while (*s && n < cap) {
 		const char *end = strchr(s, ',');
 		if (!end)
@@ -154,33 +182,81 @@ int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *re
 		}
 		if (ok && len) {
 			e.tid = (uint32_t)tid;
-			v[n++] = e;
+			v[n].e = e;
+			v[n].rank = n;
+			n++;
 		}
 		s = *end ? end + 1 : end;
 	}
-	/* Stable sort by tid; the last entry of a tid wins. */
-	for (size_t i = 1; i < n; i++) {
-		struct rd_thread_name x = v[i];
-		size_t j = i;
-		while (j > 0 && v[j - 1].tid > x.tid) {
-			v[j] = v[j - 1];
-			j--;
-		}
-		v[j] = x;
+	return n;
+}
+
+int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *ret_n)
+{
+	size_t cap = 1;
+	for (const char *q = s; *q; q++)
+		cap += *q == ',';
+	if (cap > 1u << 20)
+		cap = 1u << 20;
+	struct thread_rank *v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	return finish_names(v, parse_name_list(s, v, 0, cap), ret, ret_n);
+}
+
+/* The tid of an env key "thread_name_<tid>" (decimal, no sign, no leading
+ * zero), or -1. */
+static int64_t thread_key_tid(const char *key)
+{
+	static const char pre[] = RD_THREAD_NAME_KEY;
+	if (strncmp(key, pre, sizeof(pre) - 1))
+		return -1;
+	const char *q = key + sizeof(pre) - 1;
+	uint64_t tid = 0;
+	if (*q < '0' || *q > '9' || (*q == '0' && q[1]))
+		return -1;
+	for (; *q; q++) {
+		if (*q < '0' || *q > '9')
+			return -1;
+		tid = tid * 10 + (uint64_t)(*q - '0');
+		if (tid > UINT32_MAX)
+			return -1;
 	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i + 1 < n && v[i + 1].tid == v[i].tid)
+	return (int64_t)tid;
+}
+
+int rd_meta_thread_names(const struct rd_meta *m, struct rd_thread_name **ret, size_t *ret_n)
+{
+	const struct rd_env *list = rd_meta_env(m, "thread_names");
+	if (list && !list->str)
+		list = NULL;
+	size_t cap = 1;
+	for (const char *q = list ? list->str : ""; *q; q++)
+		cap += *q == ',';
+	if (cap > 1u << 20)
+		cap = 1u << 20;
+	cap += m->n_env;
+	struct thread_rank *v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	/* The old single list first, so that a key of its own wins. */
+	size_t n = list ? parse_name_list(list->str, v, 0, cap - m->n_env) : 0;
+	for (size_t i = 0; i < m->n_env; i++) {
+		const struct rd_env *e = &m->env[i];
+		int64_t tid = e->str ? thread_key_tid(e->key) : -1;
+		if (tid < 0 || !e->str[0])
 			continue;
-		v[k++] = v[i];
+		v[n].e.tid = (uint32_t)tid;
+		snprintf(v[n].e.comm, sizeof(v[n].e.comm), "%s", e->str);
+		v[n].rank = n;
+		n++;
 	}
-	*ret = v;
-	*ret_n = k;
-	return 0;
+	return finish_names(v, n, ret, ret_n);
 }
 
 /*
- * A thread's name: the recorder's last look at /proc (env thread_names)
+ * A thread's name: the recorder's last look at /proc (env thread_name_<tid>,
+ * or thread_names in older traces)
  * when it has one, since it follows renames; else the name the thread
  * announced before its first event (ringtrace:thread_name).
  */
@@ -344,8 +420,7 @@ static int setup(struct rd_trace *t, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	rd_vpool_init(&t->payload, RD_PAYLOAD_VALUES);
-	const struct rd_env *e = rd_meta_env(t->meta, "thread_names");
-	if (e && e->str && rd_parse_thread_names(e->str, &t->threads, &t->n_threads) < 0) {
+	if (rd_meta_thread_names(t->meta, &t->threads, &t->n_threads) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

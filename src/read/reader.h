@@ -115,7 +115,8 @@ void rd_trace_close(struct rd_trace *t);
  */
 int rd_clock_ns(const struct rd_clock *c, uint64_t value, int64_t *ret_ns);
 
-/* Thread name of `tid` from the env key thread_names, or NULL. */
+/* Thread name of `tid` from the env (rd_meta_thread_names()) or, failing
+ * that, its ringtrace:thread_name record read so far; or NULL. */
 const char *rd_trace_comm(const struct rd_trace *t, uint32_t tid);
 
 /*
@@ -127,5 +128,15 @@ struct rd_thread_name {
 	char comm[64];
 };
 int rd_parse_thread_names(const char *s, struct rd_thread_name **ret, size_t *ret_n);
+
+/*
+ * The thread names of a trace's env, sorted by tid (malloc'ed): one key
+ * per thread, `thread_name_<tid> = "comm"` (since a program with hundreds
+ * of threads made the single list longer than readers take), and the
+ * single list `thread_names` of older traces; a key of its own wins over
+ * the list. 0 or -ENOMEM.
+ */
+#define RD_THREAD_NAME_KEY "thread_name_"
+int rd_meta_thread_names(const struct rd_meta *m, struct rd_thread_name **ret, size_t *ret_n);
 
 #endif /* RINGTRACE_READ_READER_H */

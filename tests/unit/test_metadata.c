@@ -32,6 +32,9 @@ static const struct ctf_event_class events[] = {
 
 static struct ctf_trace_desc desc(void)
 {
+	static const struct ctf_thread_name threads[] = {
+		{ 42, "worker \"1\"" }, { 7, "" }, { 4294967295u, "last" },
+	};
 	static const struct ctf_env_kv env[] = {
 		{ "extra_str", "a\"b\\c\nd\x01", 0 },
 		{ "extra_num", NULL, -42 },
@@ -43,6 +46,8 @@ static struct ctf_trace_desc desc(void)
 		.procname = "prog",
 		.tracer_version = "0.1.0",
 		.thread_names = "1=a%20b",
+		.threads = threads,
+		.n_threads = 3,
 		.vpid = 77,
 		.env = env,
 		.n_env = 2,
@@ -91,6 +96,10 @@ static void test_golden_le(void **state)
 	has(m, "\tprocname = \"prog\";");
 	has(m, "\tvpid = 77;");
 	has(m, "\tthread_names = \"1=a%20b\";");
+	/* One key per named thread, the name escaped as any string. */
+	has(m, "\tthread_name_42 = \"worker \\\"1\\\"\";");
+	has(m, "\tthread_name_4294967295 = \"last\";");
+	assert_null(strstr(m, "thread_name_7"));
 	has(m, "\textra_str = \"a\\\"b\\\\c\\nd\\001\";");
 	has(m, "\textra_num = -42;");
 	has(m, "clock {\n\tname = \"monotonic\";\n\tuuid = \"f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff\";");

@@ -645,6 +645,52 @@ static void test_threads(void **state)
 	assert_string_equal(names[1].comm, "AB");
 	assert_string_equal(names[2].comm, "b");
 	free(names);
+
+	/* The env of a trace: a key per thread, and the single list of older
+	 * traces; a thread's own key wins over the list. */
+	static const struct ctf_thread_name keyed[] = { { 9, "nine" }, { 5, "five-key" } };
+	static const struct ctf_env_kv env[] = {
+		{ "thread_name_x", "not a tid", 0 },
+		{ "thread_name_08", "leading zero", 0 },
+		{ "thread_name_6", NULL, 6 },
+	};
+	struct ctf_trace_desc d = {
+		.clock = { .freq = 1000000000 },
+		.thread_names = "5=five-list,3=three",
+		.threads = keyed,
+		.n_threads = 2,
+		.vpid = -1,
+	};
+	char *text;
+	struct rd_meta *m;
+	char err[256];
+	assert_int_equal(ctf_metadata_build(&d, &text, NULL), 0);
+	assert_int_equal(rd_meta_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+	assert_int_equal(rd_meta_thread_names(m, &names, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(names[0].tid, 3);
+	assert_string_equal(names[0].comm, "three");
+	assert_int_equal(names[1].tid, 5);
+	assert_string_equal(names[1].comm, "five-key");
+	assert_int_equal(names[2].tid, 9);
+	assert_string_equal(names[2].comm, "nine");
+	free(names);
+	rd_meta_free(m);
+	free(text);
+	/* Keys that only look like thread names are not. */
+	d.thread_names = NULL;
+	d.n_threads = 0;
+	d.env = env;
+	d.n_env = 3;
+	assert_int_equal(ctf_metadata_build(&d, &text, NULL), -EINVAL);
+	char meta[] = "/* CTF 1.8 */\ntrace { major = 1; minor = 8; byte_order = le; };\n"
+		      "env { thread_name_x = \"a\"; thread_name_08 = \"b\"; thread_name_6 = 6;"
+		      " thread_name_4294967296 = \"c\"; thread_name_ = \"d\"; };\n";
+	assert_int_equal(rd_meta_parse(meta, strlen(meta), &m, err, sizeof(err)), 0);
+	assert_int_equal(rd_meta_thread_names(m, &names, &n), 0);
+	assert_int_equal(n, 0);
+	free(names);
+	rd_meta_free(m);
 }
 
 /* Expected values were printed by babeltrace2 2.0.4 --clock-seconds. */
