@@ -102,5 +102,85 @@ fi
 grep -q "truncated packet" cut.rep.err || { why "no read error named"; show cut.rep.err; }
 finish "report on a cut trace with no allocation events: a read error, no undefined behaviour"
 
+# ---- 300 named threads ---------------------------------------------------------
+
+LTN=$PROGS/longer-thread-name-prog
+
+# names_seen PREFIX FILE: how many distinct PREFIX<i> FILE shows.
+names_seen() { grep -o "$1[0-9]*" "$2" | sort -u | wc -l; }
+
+# readers_ok DIR PREFIX: dump, check, report --html and convert (chrome,
+# sqlite) of DIR succeed and show the name PREFIX<i> of each of the 300
+# threads.
+readers_ok() {
+	local d=$1 pre=$2
+	run "$d.dump" "$RT" dump "$d"
+	eq "dump status" "$RC" 0
+	[ "$RC" = 0 ] || show "$d.dump.err"
+	eq "ltn:hello events in dump" "$(grep -c ' ltn:hello: ' "$d.dump")" 300
+	eq "each event under its thread's name" \
+		"$(sed -n "s/^ *$pre\\([0-9]*\\)-[0-9]* .* ltn:hello: i=\\([0-9]*\\)\$/\\1 \\2/p" "$d.dump" |
+			awk '$1 == $2' | wc -l)" 300
+	run "$d.chk" "$RT" check "$d"
+	eq "check status" "$RC" 0
+	[ "$RC" = 0 ] || show "$d.chk"
+	run "$d.rep" "$RT" report --html -o "$d.html" "$d"
+	eq "report status" "$RC" 0
+	[ "$RC" = 0 ] || show "$d.rep.err"
+	run "$d.conv" "$RT" convert "$d" --to chrome -o "$d.json"
+	eq "convert chrome status" "$RC" 0
+	eq "thread names in the Chrome trace" "$(names_seen "$pre" "$d.json")" 300
+	run "$d.conv" "$RT" convert "$d" --to sqlite -o "$d.db"
+	eq "convert sqlite status" "$RC" 0
+	[ "$RC" = 0 ] || show "$d.conv.err"
+	if command -v sqlite3 >/dev/null; then
+		eq "named threads with one event in the db" \
+			"$(sqlite3 "$d.db" "SELECT count(*) FROM threads WHERE comm LIKE '$pre%' AND events = 1")" 300
+	fi
+}
+
+begin
+if have "$RT" "$LTN"; then
+	rm -rf ltn
+	run ltn.rec "$RT" record -o ltn -- "$LTN" 300
+	eq "record status" "$RC" 0
+	# The writer: a key per thread, and no literal near the old 4 KiB.
+	eq "env keys thread_name_<tid> naming longer-thr-*" \
+		"$(grep -c '^	thread_name_[0-9]* = "longer-thr-[0-9]*";$' ltn/metadata)" 300
+	[ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' ltn/metadata)" -lt 1024 ] ||
+		why "a metadata line of 1 KiB or more"
+	readers_ok ltn longer-thr-
+	if command -v babeltrace2 >/dev/null; then
+		{ timeout -k 5 $LIM babeltrace2 ltn >ltn.bt 2>ltn.bt.err; } 2>/dev/null
+		eq "babeltrace2 status" "$?" 0
+		eq "ltn:hello events in babeltrace2" "$(grep -c 'ltn:hello:' ltn.bt)" 300
+	fi
+fi
+finish "300 named threads: every reader reads the trace and names each thread"
+
+# The same trace as older versions wrote it: every name in one literal of
+# about 6 KiB, thread_names = "tid=comm,...", and no thread_name_<tid>
+# keys. The names in it differ from those of the threads' records
+# (legacy-thr-<i>), so that the readers are seen to take them from it.
+begin
+if [ -f ltn/metadata ]; then
+	rm -rf ltn_old
+	cp -r ltn ltn_old
+	python3 - ltn_old/metadata <<'PY' || why "rewriting the metadata failed"
+import re, sys
+p = sys.argv[1]
+text = open(p).read()
+keys = re.findall(r'^\tthread_name_(\d+) = "([^"]*)";\n', text, re.M)
+text = re.sub(r'^\tthread_name_\d+ = "[^"]*";\n', '', text, flags=re.M)
+one = ",".join("%s=%s" % (tid, comm.replace("longer-", "legacy-")) for tid, comm in keys)
+assert len(one) > 4096, len(one)
+text = text.replace("env {\n", 'env {\n\tthread_names = "%s";\n' % one, 1)
+open(p, "w").write(text)
+PY
+	grep -q 'thread_name_[0-9]' ltn_old/metadata && why "thread_name_<tid> keys left"
+	readers_ok ltn_old legacy-thr-
+fi
+finish "a trace with all thread names in one 6 KiB literal (older versions) still reads"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
