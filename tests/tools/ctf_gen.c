@@ -21,6 +21,8 @@
  *   --freq    clock frequency in Hz (default 1000000000)
  *   --packet  packet buffer size in bytes (default 4096)
  *   --only ID events of that class only (and thread records)
+ *   --classes N  N more classes gen:c0.. (id 1000.., "u32 n"); the events
+ *             cycle over all classes, so give --events at least N
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +36,7 @@
 #include "ctf/metadata.h"
 #include "ctf/packet.h"
 
-static const struct ctf_event_class classes[] = {
+static const struct ctf_event_class fixed_classes[] = {
 	{ 1, "ringtrace", "thread", "u32 tid" },
 	{ 2, "demo", "ints", "s8 a;s16 b;s32 c;s64 d;u8 e;u16 f;u32 g;u64 h" },
 	{ 3, "demo", "hex", "x8 a;x16 b;x32 c;x64 d;ptr p" },
@@ -44,7 +46,12 @@ static const struct ctf_event_class classes[] = {
 	{ 7, "demo", "empty", "" },
 	{ 40, "demo", "bigid", "u32 n;string s" },
 };
-#define NCLASSES (sizeof(classes) / sizeof(classes[0]))
+#define NFIXED (sizeof(fixed_classes) / sizeof(fixed_classes[0]))
+
+/* The fixed classes, then --classes N generated ones (gen:c<k>, id 1000+k,
+ * "u32 n"): a trace with as many event classes as a test needs. */
+static struct ctf_event_class *classes;
+static size_t NCLASSES;
 
 struct opts {
 	int be, natural, gap, lost, pad;
@@ -142,6 +149,8 @@ static void make_values(const struct ctf_event_class *cls, unsigned cpu, unsigne
 		v[1].str = "big";
 		break;
 	default:
+		if (cls->id >= 1000)
+			v[0].u = i;
 		break;
 	}
 }
@@ -285,9 +294,11 @@ int main(int argc, char **argv)
 		{ "gap", no_argument, NULL, 'g' },    { "lost", no_argument, NULL, 'l' },
 		{ "pad", no_argument, NULL, 'p' },    { "freq", required_argument, NULL, 'f' },
 		{ "packet", required_argument, NULL, 's' }, { "only", required_argument, NULL, 'o' },
+		{ "classes", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .events = 200, .cpus = 2, .freq = 1000000000, .packet = 4096 };
+	unsigned long extra = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
@@ -301,11 +312,30 @@ int main(int argc, char **argv)
 		case 'f': o.freq = strtoull(optarg, NULL, 0); break;
 		case 's': o.packet = strtoul(optarg, NULL, 0); break;
 		case 'o': o.only = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'k': extra = strtoul(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
-	if (optind != argc - 1 || o.cpus == 0 || o.cpus > 256 || o.freq == 0 || o.packet < 512)
+	if (optind != argc - 1 || o.cpus == 0 || o.cpus > 256 || o.freq == 0 || o.packet < 512 ||
+	    extra > 1000000)
 		usage();
+	NCLASSES = NFIXED + extra;
+	classes = calloc(NCLASSES, sizeof(*classes));
+	struct sig_field (*fields)[SIG_FIELDS_MAX];
+	fields = calloc(NCLASSES, sizeof(*fields));
+	size_t *nfields = calloc(NCLASSES, sizeof(*nfields));
+	if (!classes || !fields || !nfields) {
+		fprintf(stderr, "ctf_gen: out of memory\n");
+		return 1;
+	}
+	memcpy(classes, fixed_classes, sizeof(fixed_classes));
+	for (size_t k = 0; k < extra; k++) {
+		char *name = malloc(24);
+		if (!name)
+			return 1;
+		snprintf(name, 24, "c%zu", k);
+		classes[NFIXED + k] = (struct ctf_event_class){ (uint32_t)(1000 + k), "gen", name, "u32 n" };
+	}
 	o.dir = argv[optind];
 	O = &o;
 	if (mkdir(o.dir, 0755) < 0 && errno != EEXIST) {
@@ -313,8 +343,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	static struct sig_field fields[NCLASSES][SIG_FIELDS_MAX];
-	size_t nfields[NCLASSES];
 	for (size_t i = 0; i < NCLASSES; i++)
 		if (sig_parse(classes[i].signature, fields[i], SIG_FIELDS_MAX, &nfields[i]) < 0) {
 			fprintf(stderr, "ctf_gen: bad signature %s\n", classes[i].signature);
