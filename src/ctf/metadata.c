@@ -54,6 +54,12 @@ static int valid_name(const char *s)
 	return 1;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 int ctf_metadata_validate(const struct ctf_trace_desc *t)
 {
 	struct sig_field fields[SIG_FIELDS_MAX];
@@ -71,9 +77,22 @@ int ctf_metadata_validate(const struct ctf_trace_desc *t)
 			return -EINVAL;
 		if (sig_parse(e->signature, fields, SIG_FIELDS_MAX, &n) < 0)
 			return -EINVAL;
-		for (size_t j = 0; j < i; j++)
-			if (t->events[j].id == e->id)
-				return -EINVAL;
+	}
+	/* Duplicate ids by sorting a copy: a program may register 10^5
+	 * classes, and comparing each with all others took seconds. */
+	if (t->n_events > 1) {
+		uint32_t *ids = malloc(t->n_events * sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->n_events; i++)
+			ids[i] = t->events[i].id;
+		qsort(ids, t->n_events, sizeof(*ids), cmp_u32);
+		size_t i = 1;
+		while (i < t->n_events && ids[i] != ids[i - 1])
+			i++;
+		free(ids);
+		if (i < t->n_events)
+			return -EINVAL;
 	}
 	if (t->n_threads && !t->threads)
 		return -EINVAL;

@@ -71,7 +71,7 @@ struct ctf_trace_desc {
 	size_t n_events;
 };
 
-/* 0 if the metadata can be generated, else -EINVAL. */
+/* 0 if the metadata can be generated, else -EINVAL (or -ENOMEM). */
 int ctf_metadata_validate(const struct ctf_trace_desc *t);
 
 /* The metadata text in a malloc'd NUL-terminated buffer (free() it). */
