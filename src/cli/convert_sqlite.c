@@ -3,8 +3,8 @@
  * as an SQLite database, for questions the report does not answer
  * (docs/convert.md, "SQLite", has the schema and example queries).
  *
- * One table per event class (ev_PROVIDER_NAME: ts, cpu, tid, then one
- * column per payload field), the classes, threads, stacks and their
+ * One table per event class with events (ev_PROVIDER_NAME: ts, cpu, tid,
+ * then one column per payload field), every class, threads, stacks and their
  * symbolised frames, the losses, the trace's env, and for traces recorded
  * with --mem one row per heap block (allocations), failed allocations
  * and allocation errors, found by replaying the mem:* events as
@@ -53,6 +53,14 @@
 /* SQLite's default SQLITE_MAX_COMPOUND_SELECT: the `events` view is one
  * UNION ALL over the event tables. */
 #define VIEW_MAX_TABLES 500
+/*
+ * An event table gets an index on ts from this many rows. Every CREATE
+ * costs SQLite time in proportion to the tables already made (it scans
+ * its schema table and walks every table), so an index per table made a
+ * trace of many classes quadratic twice over; a table of fewer rows is
+ * scanned as fast, and its rows are in time order anyway (rowid order).
+ */
+#define INDEX_MIN_ROWS 4096
 
 /* ---- the replay of mem:* events (as cmd_report.c) ------------------------ */
 
@@ -94,8 +102,10 @@ struct tab {
 	char *name;                  /* table name, sanitised */
 	struct col *cols;
 	uint32_t ncols;
-	sqlite3_stmt *ins;
+	sqlite3_stmt *ins;           /* prepared at the first event */
 	uint64_t rows;
+	char *fields;                /* event_classes.fields (JSON) */
+	char *create;                /* CREATE TABLE, until it is made */
 	int skip;                    /* ringtrace:thread, ringtrace:thread_name */
 	/* mem:* events: member indexes (-1 absent) */
 	int kind;
@@ -270,27 +280,84 @@ static char *sanitize(const char *prefix, const char *name)
 	return s;
 }
 
-/* name, or name_2, name_3... so that it is not among taken[0..n). */
-static char *unique(char *name, char *const *taken, size_t n)
+/*
+ * A set of names, by text: a u64map from the name's key (u64map_str_key,
+ * then u64map_next_key while another text holds it) to the name itself.
+ * Constant time per name: a trace may have 10^5 event classes, and a
+ * foreign one 65,536 fields in a class.
+ */
+struct nameset {
+	struct u64map m;
+	struct u64map next;          /* base name's key -> next suffix to try */
+};
+
+static int nameset_has(const struct nameset *ns, const char *s)
 {
-	for (unsigned v = 1;; v++) {
+	for (uint64_t h = u64map_str_key(s);; h = u64map_next_key(h)) {
+		const uint64_t *v = u64map_get(&ns->m, h);
+		if (!v)
+			return 0;
+		if (!strcmp((const char *)(uintptr_t)*v, s))
+			return 1;
+	}
+}
+
+/* s must outlive the set. 0 or -ENOMEM. */
+static int nameset_add(struct nameset *ns, const char *s)
+{
+	for (uint64_t h = u64map_str_key(s);; h = u64map_next_key(h)) {
+		int created;
+		uint64_t *v = u64map_put(&ns->m, h, &created);
+		if (!v)
+			return -ENOMEM;
+		if (created) {
+			*v = (uint64_t)(uintptr_t)s;
+			return 0;
+		}
+		if (!strcmp((const char *)(uintptr_t)*v, s))
+			return 0;
+	}
+}
+
+static void nameset_free(struct nameset *ns)
+{
+	u64map_free(&ns->m);
+	u64map_free(&ns->next);
+}
+
+/*
+ * name, or name_2, name_3... so that it is not in the set, then added to
+ * it (NULL when out of memory; name is taken over). The suffix search of a
+ * base name resumes where its last one stopped, so that many classes with
+ * one sanitised name cost no more than distinct ones; the names are the
+ * same as trying 2, 3... each time, since every one below is taken.
+ */
+static char *unique(char *name, struct nameset *taken)
+{
+	uint64_t *next = u64map_put(&taken->next, u64map_str_key(name), NULL);
+	if (!next) {
+		free(name);
+		return NULL;
+	}
+	for (uint64_t v = *next > 1 ? *next : 1;; v++) {
 		char *cand = name;
 		if (v > 1) {
-			size_t len = strlen(name) + 16;
+			size_t len = strlen(name) + 24;
 			cand = malloc(len);
 			if (!cand) {
 				free(name);
 				return NULL;
 			}
-			snprintf(cand, len, "%s_%u", name, v);
+			snprintf(cand, len, "%s_%" PRIu64, name, v);
 		}
-		size_t i;
-		for (i = 0; i < n; i++)
-			if (taken[i] && !strcmp(taken[i], cand))
-				break;
-		if (i == n) {
+		if (!nameset_has(taken, cand)) {
+			*next = v + 1;
 			if (cand != name)
 				free(name);
+			if (nameset_add(taken, cand) < 0) {
+				free(cand);
+				return NULL;
+			}
 			return cand;
 		}
 		if (cand != name)
@@ -534,17 +601,10 @@ static int make_tables(struct conv *c)
 	const struct rd_meta *m = c->m;
 	c->ntabs = m->n_events;
 	c->tabs = calloc(c->ntabs ? c->ntabs : 1, sizeof(*c->tabs));
-	char **taken = calloc(c->ntabs ? c->ntabs : 1, sizeof(*taken));
-	if (!c->tabs || !taken) {
-		free(taken);
+	struct nameset taken = { 0 }, cn = { 0 };
+	if (!c->tabs)
 		return -ENOMEM;
-	}
 	int r = -ENOMEM;
-	sqlite3_stmt *cls = prepare(c, "INSERT INTO event_classes VALUES(?,?,?,?,?,0)");
-	if (!cls) {
-		free(taken);
-		return -EIO;
-	}
 	struct ctf_buf sql, js;
 	ctf_buf_init(&sql);
 	ctf_buf_init(&js);
@@ -560,22 +620,18 @@ static int make_tables(struct conv *c)
 		const struct rd_type *ft = ec->fields && ec->fields->kind == RD_STRUCT ? ec->fields : NULL;
 		mem_plan(tb, n, ft);
 		tb->name = sanitize("ev_", n);
-		if (!tb->name || !(tb->name = unique(tb->name, taken, i)))
+		if (!tb->name || !(tb->name = unique(tb->name, &taken)))
 			goto out;
-		taken[i] = tb->name;
 
 		/* Columns: ts, cpu, tid, then the fields (sequence lengths
 		 * are in the arrays). */
 		uint32_t nm = ft ? ft->n_members : 0;
 		tb->cols = calloc(nm ? nm : 1, sizeof(*tb->cols));
-		char **cn = calloc(nm + 3, sizeof(*cn));
-		if (!tb->cols || !cn) {
-			free(cn);
+		nameset_free(&cn);
+		memset(&cn, 0, sizeof(cn));
+		if (!tb->cols || nameset_add(&cn, "ts") < 0 || nameset_add(&cn, "cpu") < 0 ||
+		    nameset_add(&cn, "tid") < 0)
 			goto out;
-		}
-		cn[0] = "ts";
-		cn[1] = "cpu";
-		cn[2] = "tid";
 		ctf_buf_reset(&sql);
 		ctf_buf_reset(&js);
 		ctf_buf_printf(&sql, "CREATE TABLE \"%s\"(ts INTEGER, cpu INTEGER, tid INTEGER", tb->name);
@@ -585,13 +641,10 @@ static int make_tables(struct conv *c)
 				continue;
 			const char *fname = rd_display_name(ft->members[k].name);
 			char *col = sanitize("", fname);
-			if (!col || !(col = unique(col, cn, tb->ncols + 3))) {
-				free(cn);
+			if (!col || !(col = unique(col, &cn)))
 				goto out;
-			}
 			tb->cols[tb->ncols].member = k;
 			tb->cols[tb->ncols].name = col;
-			cn[3 + tb->ncols] = col;
 			tb->ncols++;
 			ctf_buf_printf(&sql, ", \"%s\" %s", col, sql_type(ft->members[k].type));
 			ctf_buf_puts(&js, tb->ncols > 1 ? ",{\"name\":\"" : "{\"name\":\"");
@@ -600,38 +653,21 @@ static int make_tables(struct conv *c)
 			put_kind(&js, ft->members[k].type);
 			ctf_buf_puts(&js, "\"}");
 		}
-		free(cn);
 		ctf_buf_puts(&sql, ")");
 		ctf_buf_putc(&js, ']');
 		if (sql.err || js.err)
 			goto out;
-		r = -EIO;
-		if (exec(c, sql.data) < 0)
+		/* The table is made at the class's first event (create_table),
+		 * its event_classes row at the end, with its count. */
+		if (!(tb->create = strdup(sql.data)) || !(tb->fields = strdup(js.data)))
 			goto out;
-		ctf_buf_reset(&sql);
-		ctf_buf_printf(&sql, "INSERT INTO \"%s\" VALUES(?,?,?", tb->name);
-		for (uint32_t k = 0; k < tb->ncols; k++)
-			ctf_buf_puts(&sql, ",?");
-		ctf_buf_puts(&sql, ")");
-		if (sql.err || !(tb->ins = prepare(c, sql.data)))
-			goto out;
-		sqlite3_bind_int64(cls, 1, (sqlite3_int64)ec->id);
-		sqlite3_bind_int64(cls, 2, (sqlite3_int64)ec->stream_id);
-		ctf_buf_reset(&sql);
-		put_text(&sql, n, strlen(n), 0);
-		sqlite3_bind_text(cls, 3, sql.len ? sql.data : "", (int)sql.len, SQLITE_TRANSIENT);
-		sqlite3_bind_text(cls, 4, tb->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(cls, 5, js.data, (int)js.len, SQLITE_STATIC);
-		if (step(c, cls) < 0)
-			goto out;
-		r = -ENOMEM;
 	}
 	r = 0;
 out:
-	sqlite3_finalize(cls);
 	ctf_buf_free(&sql);
 	ctf_buf_free(&js);
-	free(taken);
+	nameset_free(&taken);
+	nameset_free(&cn);
 	return r;
 }
 
@@ -865,6 +901,33 @@ static int replay(struct conv *c, const struct tab *p, const struct rd_item *it)
 
 /* ---- events ----------------------------------------------------------------- */
 
+/*
+ * Make tb's table and prepare its insert statement, at the first event of
+ * its class: 0 or -1 (error in c->dberr). Only classes with events get a
+ * table. Every CREATE costs SQLite time in proportion to the tables
+ * already there (it scans its schema table, walks every table and expires
+ * every prepared statement): a table for each of 10^5 classes that never
+ * had an event took hours. A trace has far fewer classes with events.
+ */
+static int create_table(struct conv *c, struct tab *tb)
+{
+	if (exec(c, tb->create) < 0)
+		return -1;
+	free(tb->create);
+	tb->create = NULL;
+	ctf_buf_reset(&c->b);
+	ctf_buf_printf(&c->b, "INSERT INTO \"%s\" VALUES(?,?,?", tb->name);
+	for (uint32_t k = 0; k < tb->ncols; k++)
+		ctf_buf_puts(&c->b, ",?");
+	ctf_buf_puts(&c->b, ")");
+	if (c->b.err) {
+		snprintf(c->dberr, sizeof(c->dberr), "out of memory");
+		return -1;
+	}
+	tb->ins = prepare(c, c->b.data);
+	return tb->ins ? 0 : -1;
+}
+
 static int put_event(struct conv *c, const struct rd_item *it)
 {
 	size_t i = (size_t)(it->ec - c->m->events);
@@ -873,6 +936,8 @@ static int put_event(struct conv *c, const struct rd_item *it)
 	struct tab *tb = &c->tabs[i];
 	if (tb->skip)
 		return 0;
+	if (!tb->ins && create_table(c, tb) < 0)
+		return -1;
 	sqlite3_stmt *st = tb->ins;
 	bind_ts(st, 1, it);
 	sqlite3_bind_int64(st, 2, it->cpu);
@@ -1006,17 +1071,30 @@ static int put_threads(struct conv *c)
 	return r;
 }
 
-static int put_event_counts(struct conv *c)
+/* The event_classes rows, with the rows of each table. */
+static int put_event_classes(struct conv *c)
 {
-	sqlite3_stmt *st = prepare(c, "UPDATE event_classes SET events = ? WHERE table_name = ?");
+	sqlite3_stmt *st = prepare(c, "INSERT INTO event_classes VALUES(?,?,?,?,?,?)");
 	if (!st)
 		return -1;
 	int r = 0;
 	for (size_t i = 0; i < c->ntabs && !r; i++) {
-		if (c->tabs[i].skip)
+		const struct tab *tb = &c->tabs[i];
+		const struct rd_event_class *ec = &c->m->events[i];
+		if (tb->skip)
 			continue;
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)c->tabs[i].rows);
-		sqlite3_bind_text(st, 2, c->tabs[i].name, -1, SQLITE_STATIC);
+		const char *n = ec->name ? ec->name : "";
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)ec->id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)ec->stream_id);
+		ctf_buf_reset(&c->b);
+		put_text(&c->b, n, strlen(n), 0);
+		sqlite3_bind_text(st, 3, c->b.len ? c->b.data : "", (int)c->b.len, SQLITE_TRANSIENT);
+		if (tb->rows)
+			sqlite3_bind_text(st, 4, tb->name, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 4);
+		sqlite3_bind_text(st, 5, tb->fields, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)tb->rows);
 		r = step(c, st);
 	}
 	sqlite3_finalize(st);
@@ -1153,17 +1231,27 @@ static int put_stacks(struct conv *c, const struct stack_files *sf, struct sym_c
 	return r;
 }
 
-/* Index on ts of every event table, and the `events` view over them. */
+/* Index on ts of every event table of INDEX_MIN_ROWS rows or more, and
+ * the `events` view over all the event tables (those of the classes with
+ * events). */
 static int put_event_indexes(struct conv *c)
 {
 	struct ctf_buf sql;
 	ctf_buf_init(&sql);
 	int r = 0;
 	size_t n = 0;
+	/* Done with the inserts: a statement still prepared would be expired
+	 * (walked) by each CREATE below. */
+	for (size_t i = 0; i < c->ntabs; i++) {
+		sqlite3_finalize(c->tabs[i].ins);
+		c->tabs[i].ins = NULL;
+	}
 	for (size_t i = 0; i < c->ntabs && !r; i++) {
-		if (c->tabs[i].skip)
+		if (c->tabs[i].skip || !c->tabs[i].rows)
 			continue;
 		n++;
+		if (c->tabs[i].rows < INDEX_MIN_ROWS)
+			continue;
 		ctf_buf_reset(&sql);
 		ctf_buf_printf(&sql, "CREATE INDEX \"ix_%s_ts\" ON \"%s\"(ts)", c->tabs[i].name, c->tabs[i].name);
 		r = sql.err ? -1 : exec(c, sql.data);
@@ -1176,7 +1264,7 @@ static int put_event_indexes(struct conv *c)
 	ctf_buf_puts(&sql, "CREATE VIEW events(ts, cpu, tid, name, table_name) AS ");
 	size_t k = 0;
 	for (size_t i = 0; i < c->ntabs; i++) {
-		if (c->tabs[i].skip)
+		if (c->tabs[i].skip || !c->tabs[i].rows)
 			continue;
 		char *q = sqlite3_mprintf("%sSELECT ts, cpu, tid, %Q, %Q FROM \"%w\"", k++ ? " UNION ALL " : "",
 					  c->m->events[i].name ? c->m->events[i].name : "", c->tabs[i].name,
@@ -1202,6 +1290,8 @@ static void conv_free(struct conv *c)
 			free(c->tabs[i].cols[k].name);
 		free(c->tabs[i].cols);
 		free(c->tabs[i].name);
+		free(c->tabs[i].fields);
+		free(c->tabs[i].create);
 		sqlite3_finalize(c->tabs[i].ins);
 	}
 	free(c->tabs);
@@ -1303,7 +1393,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 		k = put_stacks(&c, &sf, ctx);
 	sym_ctx_free(ctx);
 	stack_files_free(&sf);
-	if (k || put_threads(&c) < 0 || put_event_counts(&c) < 0 || put_metadata(&c) < 0)
+	if (k || put_threads(&c) < 0 || put_event_classes(&c) < 0 || put_metadata(&c) < 0)
 		goto done;
 	step_name = "cannot index the database";
 	if (exec(&c, indexes) < 0 || put_event_indexes(&c) < 0 || exec(&c, "COMMIT") < 0)
