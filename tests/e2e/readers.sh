@@ -182,5 +182,50 @@ PY
 fi
 finish "a trace with all thread names in one 6 KiB literal (older versions) still reads"
 
+# ---- many event classes ------------------------------------------------------------
+
+# gen_classes DIR N EVENTS: a ctf_gen trace with N more classes (gen:c<k>)
+# and EVENTS events cycling over all classes.
+gen_classes() {
+	rm -rf "$1"
+	"$CTFGEN" --classes "$2" --events "$3" --cpus 1 "$1" >"$1.gen" 2>&1 || why "ctf_gen failed"
+}
+
+# The bound is a hang guard, not a timing: the old code needed hours.
+begin
+if have "$CTFGEN" && command -v sqlite3 >/dev/null; then
+	# 20,000 classes with one event each (and the 7 fixed classes: the
+	# events cycle over all, ringtrace:thread aside).
+	gen_classes many 20000 20007
+	{ timeout -k 5 120 "$RT" convert many --to sqlite -o many.db >many.conv 2>&1; } 2>/dev/null
+	eq "convert status (124: still running after 120 s)" "$?" 0
+	if [ -f many.db ]; then
+		eq "event_classes rows" "$(sqlite3 many.db "SELECT count(*) FROM event_classes")" 20007
+		eq "tables gen:c*" "$(sqlite3 many.db "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name GLOB 'ev_gen_c*'")" 20000
+		eq "classes with one event" "$(sqlite3 many.db "SELECT count(*) FROM event_classes WHERE name LIKE 'gen:c%' AND events = 1")" 20000
+		eq "a row of the last class" "$(sqlite3 many.db "SELECT n FROM ev_gen_c19999")" 20006
+		eq "events in all" "$(sqlite3 many.db "SELECT sum(events) FROM event_classes")" \
+			"$(timeout $LIM "$RT" dump many | wc -l)"
+	fi
+fi
+finish "convert --to sqlite: 20,000 event classes with events, a table each"
+
+begin
+if have "$CTFGEN" && command -v sqlite3 >/dev/null; then
+	# 100,000 classes, 1,000 events: the classes without events cost
+	# no table.
+	gen_classes most 100000 1000
+	{ timeout -k 5 120 "$RT" convert most --to sqlite -o most.db >most.conv 2>&1; } 2>/dev/null
+	eq "convert status (124: still running after 120 s)" "$?" 0
+	if [ -f most.db ]; then
+		eq "event_classes rows" "$(sqlite3 most.db "SELECT count(*) FROM event_classes")" 100007
+		eq "classes with a table" "$(sqlite3 most.db "SELECT count(*) FROM event_classes WHERE table_name IS NOT NULL")" \
+			"$(sqlite3 most.db "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name GLOB 'ev_*'")"
+		eq "classes with events, without" \
+			"$(sqlite3 most.db "SELECT sum(events > 0), sum(events = 0 AND table_name IS NULL) FROM event_classes")" "1000|99007"
+	fi
+fi
+finish "convert --to sqlite: 100,000 event classes, 1,000 events"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
