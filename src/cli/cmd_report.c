@@ -945,7 +945,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 	char err[512];
 	struct rd_trace *t;
 	if (rd_trace_open(dir, &t, err, sizeof(err)) < 0) {
-		fprintf(stderr, PFX "%s\n", err);
+		fprintf(stderr, PFX "%s: %s\n", dir, err);
 		return 2;
 	}
 	struct stack_files sf = { 0 };

@@ -88,6 +88,26 @@ grep -qx "ringtrace report: cannot read 'aggfifo/mem/aggregate.bin': not a regul
 	{ why "no clear message"; show aggfifo.rep.err; }
 finish "report with a FIFO as mem/aggregate.bin: fails at once with one line"
 
+begin
+rm -f bin.fifo
+mkfifo bin.fifo
+run binfifo "$RT" stackmap --from-bin bin.fifo
+[ "$RC" != 0 ] && [ "$RC" != 124 ] || why "stackmap status $RC (124: it blocked)"
+grep -qx "ringtrace stackmap: 'bin.fifo' is not a regular file of at most 1 GiB" binfifo.err ||
+	{ why "no clear message"; show binfifo.err; }
+finish "stackmap --from-bin with a FIFO: fails at once with one line"
+
+begin
+rm -rf mdfifo
+cp -r plain mdfifo && rm mdfifo/metadata && mkfifo mdfifo/metadata
+for cmd in dump check report "convert --to sqlite -o mdfifo.db"; do
+	# shellcheck disable=SC2086
+	run mdfifo.out "$RT" $cmd mdfifo
+	[ "$RC" != 0 ] && [ "$RC" != 124 ] || why "$cmd: status $RC (124: it blocked)"
+	grep -q "metadata.* not a regular file" mdfifo.out.err || { why "$cmd: no clear message"; show mdfifo.out.err; }
+done
+finish "a FIFO as metadata: every reader fails at once with one line"
+
 # ---- report on a cut trace without allocation events --------------------------
 
 begin
