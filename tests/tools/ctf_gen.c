@@ -380,12 +380,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ctf_gen: metadata: %s\n", strerror(-r));
 		return 1;
 	}
-	for (unsigned cpu = 0; cpu < o.cpus; cpu++) {
+	for (unsigned cpu = 0; cpu < o.cpus && r >= 0; cpu++) {
 		r = write_cpu(cpu, fields, nfields);
-		if (r < 0) {
+		if (r < 0)
 			fprintf(stderr, "ctf_gen: stream_%u: %s\n", cpu, strerror(-r));
-			return 1;
-		}
 	}
-	return 0;
+	for (size_t k = NFIXED; k < NCLASSES; k++)
+		free((char *)classes[k].name);
+	free(classes);
+	free(fields);
+	free(nfields);
+	return r < 0;
 }
