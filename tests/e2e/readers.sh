@@ -174,6 +174,8 @@ if have "$RT" "$LTN"; then
 		{ timeout -k 5 $LIM babeltrace2 ltn >ltn.bt 2>ltn.bt.err; } 2>/dev/null
 		eq "babeltrace2 status" "$?" 0
 		eq "ltn:hello events in babeltrace2" "$(grep -c 'ltn:hello:' ltn.bt)" 300
+		{ RINGTRACE=$RT timeout -k 5 $LIM sh "$REPO/tests/e2e/compare_babeltrace.sh" ltn >ltn.cmp 2>&1; } 2>/dev/null ||
+			{ why "dump and babeltrace2 differ"; show ltn.cmp; }
 	fi
 fi
 finish "300 named threads: every reader reads the trace and names each thread"
