@@ -468,8 +468,10 @@ int rd_trace_entry(int dfd, const char *name, const char **ret_why)
 	}
 	if (S_ISREG(st.st_mode))
 		return 1;
+	/* What a recording writes beside its streams, and LTTng's packet
+	 * indexes (index/): directories that are no stream and no problem. */
 	if (S_ISDIR(st.st_mode) && (!strcmp(name, "stacks") || !strcmp(name, "mem") ||
-				    !strcmp(name, "children")))
+				    !strcmp(name, "children") || !strcmp(name, "index")))
 		return 0;
 	*ret_why = rd_file_kind(st.st_mode);
 	return -1;

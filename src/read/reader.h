@@ -75,9 +75,10 @@ int rd_trace_open(const char *dir, struct rd_trace **ret, char *err, size_t errl
  * What entry `name` of the trace directory open in `dfd` is to the
  * readers: 1 a stream file (a regular file, or a link to one), 0 no stream
  * and no matter (`metadata`, a name starting with '.', the directories
- * `stacks`, `mem` and `children` a recording writes), or -1 an entry where
- * a stream file should be that cannot be one (a FIFO, a socket, another
- * directory, a link loop...), with the reason in *ret_why. Never opens it.
+ * `stacks`, `mem` and `children` a recording writes and LTTng's `index`),
+ * or -1 an entry where a stream file should be that cannot be one (a FIFO,
+ * a socket, another directory, a link loop...), with the reason in
+ * *ret_why. Never opens it.
  */
 int rd_trace_entry(int dfd, const char *name, const char **ret_why);
 

@@ -77,6 +77,16 @@ for kind in fifo dir socket loop; do
 	finish "a stream entry that is $kind: check reports a problem, dump warns"
 done
 
+begin
+rm -rf e_index
+cp -r plain e_index && mkdir e_index/index && : >e_index/index/stream_0.idx
+run e_index.chk "$RT" check e_index
+eq "check status" "$RC" 0
+run e_index.dump "$RT" dump e_index
+eq "dump status" "$RC" 0
+eq "dump stderr" "$(cat e_index.dump.err)" ""
+finish "LTTng's index/ directory in a trace: no problem, no warning"
+
 # ---- DIR/mem/aggregate.bin as a FIFO ----------------------------------------
 
 begin
