@@ -25,6 +25,8 @@
 
 struct rb_rcpu {
 	uint64_t rpos;               /* start of the next sub-buffer to take */
+	uint64_t disc;               /* events_discarded of the last packet handed out */
+	uint64_t lost;               /* committed events we could not hand out */
 	int held;                    /* a discard-mode sub-buffer is out */
 	int done;                    /* salvage finished */
 };
@@ -93,6 +95,41 @@ static uint64_t get64(const char *p)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
+}
+
+uint64_t rb_reader_cpu_lost(const struct rb_reader *r, uint32_t cpu)
+{
+	return cpu < r->rb->ncpus ? r->cpu[cpu].lost : 0;
+}
+
+uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb)
+{
+	/* Relaxed: partners of the writers' count_lost() adds; the slot
+	 * counts are acquire loads (rb_slot_events). */
+	uint64_t n = __atomic_load_n(&pc->ctl->lost_full, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&pc->ctl->lost_too_big, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&pc->ctl->lost_nocpu, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < nsb; k++)
+		n += rb_slot_events(&pc->slots[k]);
+	return n;
+}
+
+/*
+ * Keep a stream's events_discarded from going down. The writer that
+ * closes a packet stores the loss counters' sum at that moment, after its
+ * state commit: preempted there, it can store its sum after later packets
+ * were closed with smaller ones (more losses were counted meanwhile). A
+ * reader that took the difference would see a loss of nearly 2^64 events.
+ * The larger value is as true for the later packet (the losses were
+ * counted before it was handed out), so raise it.
+ */
+static void keep_discarded_monotonic(struct rb_rcpu *rc, char *p)
+{
+	uint64_t d = get64(p + 72);
+	if (d < rc->disc)
+		memcpy(p + 72, &rc->disc, 8);
+	else
+		rc->disc = d;
 }
 
 /* A packet header as written by open_packet/close_packet. */
@@ -193,7 +230,7 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			continue;
 		}
 		uint64_t events = rb_lap_events(s, ow);
-		const char *p = pc->data + (rpos & rb->buf_mask);
+		char *p = pc->data + (rpos & rb->buf_mask);
 		uint64_t len;
 		if (rb->mode == RINGTRACE__MODE_OVERWRITE) {
 			racy_copy(r->copy, p, sb);
@@ -215,10 +252,13 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			 * packet header: the events in it cannot be read. */
 			r->st.corrupt++;
 			r->st.corrupt_events += events;
+			rc->lost += events;
 			if (rc->held)
 				rb_reader_put(r, cpu);
 			continue;
 		}
+		/* Ours alone: a private copy, or a sub-buffer we hold. */
+		keep_discarded_monotonic(rc, p);
 		pkt->data = p;
 		pkt->len = len;
 		pkt->events = events;
@@ -294,7 +334,7 @@ static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, v
 /* The private copy as a packet cut after `keep` bytes: sizes, end time
  * (if set_end), events discarded so far. */
 static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc, uint32_t cpu, size_t keep,
-		     uint64_t events, int set_end, uint64_t end_ts, struct rb_packet *pkt)
+		     uint64_t events, int set_end, uint64_t end_ts, int take, struct rb_packet *pkt)
 {
 	char *h = r->copy;
 	uint64_t v = keep * 8;
@@ -303,7 +343,12 @@ static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc,
 	if (set_end)
 		memcpy(h + 40, &end_ts, 8);
 	v = rb_cpu_discarded(pc->ctl);
+	if (v < r->cpu[cpu].disc)
+		v = r->cpu[cpu].disc;
 	memcpy(h + 72, &v, 8);
+	/* A peek takes nothing: the same records come again. */
+	if (take)
+		r->cpu[cpu].disc = v;
 	pkt->data = r->copy;
 	pkt->len = keep;
 	pkt->events = events;
@@ -358,6 +403,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			/* Its opener died before writing the header. */
 			r->st.corrupt++;
 			r->st.corrupt_events += committed_events;
+			rc->lost += committed_events;
 			continue;
 		}
 		if (last && done == used) {
@@ -374,11 +420,13 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			 * overwrite mode), so the first unwritten record reads
 			 * as a zero header; what follows it is lost. */
 			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
-			if (keep_events < committed_events)
+			if (keep_events < committed_events) {
 				r->st.crash_lost += committed_events - keep_events;
+				rc->lost += committed_events - keep_events;
+			}
 		}
 		cut_copy(r, pc, cpu, keep, keep_events, last || get64(r->copy + 40) < get64(r->copy + 32), end_ts,
-			 pkt);
+			 1, pkt);
 		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + pkt->events, __ATOMIC_RELAXED);
 		r->st.packets++;
@@ -463,6 +511,6 @@ int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, voi
 		return 0;
 	uint64_t events;
 	size_t keep = walk_records(r->copy, bound, fn, arg, &events);
-	cut_copy(r, pc, cpu, keep, events, 1, end_ts, pkt);
+	cut_copy(r, pc, cpu, keep, events, 1, end_ts, 0, pkt);
 	return 1;
 }

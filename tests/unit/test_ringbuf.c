@@ -259,16 +259,51 @@ static void test_overwrite_counts(void **state)
 	assert_true(ctl->lost_overwrite > 0);
 	/* What is left is the newest events, contiguous up to the last. */
 	struct rb_packet pkt;
-	uint64_t read = 0, first = UINT64_MAX, next = 0;
+	uint64_t read = 0, first = UINT64_MAX, next = 0, disc = 0;
 	while (rb_reader_salvage(f->rd, 0, NULL, NULL, ringtrace__now(f->rb), &pkt) > 0) {
 		uint64_t start = g64(pkt.data + RINGTRACE__PKT_HDR + 8 + 4);
 		if (first == UINT64_MAX)
 			next = first = start;
 		read += walk(&pkt, &next, NULL);
+		disc = g64(pkt.data + 72);
 	}
 	assert_int_equal(next, n);
 	assert_int_equal(first, ctl->lost_overwrite);
 	assert_int_equal(read + ctl->lost_overwrite, n);
+	/* The trace alone says how many were overwritten: the last packet's
+	 * events_discarded counts them. */
+	assert_int_equal(disc, ctl->lost_overwrite);
+	assert_int_equal(rb_cpu_written(&f->rb->cpu[0], NSB), n);
+}
+
+/*
+ * A writer that closes a packet stores the loss count after its state
+ * commit; preempted there, it stores a larger sum than the closer of the
+ * next packet did. The reader hands the packets out with a running total
+ * that never goes down (else a reader sees a loss of nearly 2^64).
+ */
+static void test_discarded_never_decreases(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t i = 0;
+	/* Two closed packets and an open one. */
+	while (((__atomic_load_n(&f->rb->cpu[0].ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK) / SB) < 2)
+		assert_true(fire(&ev_small, i++));
+	char *first = f->rb->cpu[0].data;
+	assert_int_equal(g64(first + 72), 0);
+	assert_int_equal(g64(first + SB + 72), 0);
+	uint64_t late = 7;
+	memcpy(first + 72, &late, 8);
+	struct rb_packet pkt;
+	uint64_t prev = 0, n = 0;
+	while (rb_reader_salvage(f->rd, 0, NULL, NULL, ringtrace__now(f->rb), &pkt) > 0) {
+		uint64_t d = g64(pkt.data + 72);
+		assert_true(d >= prev);
+		prev = d;
+		n++;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(prev, late);
 }
 
 static void test_too_big(void **state)
@@ -461,6 +496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extended_headers, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_full, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_overwrite_counts, setup_overwrite, teardown),
+		cmocka_unit_test_setup_teardown(test_discarded_never_decreases, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_too_big, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_salvage_unwritten, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_commit, setup_discard, teardown),
