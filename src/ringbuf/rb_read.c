@@ -53,17 +53,31 @@ int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
 	return 0;
 }
 
+/*
+ * How far back from the start of the open sub-buffer the ring can still
+ * hold whole sub-buffers, given the writers' position `pos`: the nsb
+ * sub-buffers up to the open one, the open one included. On a boundary (a flush closed the last sub-buffer and
+ * nothing was written since) no sub-buffer is open: the slot at `pos`
+ * still holds its previous lap, one more whole sub-buffer. Taking it then
+ * is safe: a writer that reopens the slot meanwhile makes our claim fail
+ * and counts the events as overwritten.
+ */
+static uint64_t whole_span(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+	return (pos & rb->sb_mask) ? buf - sb : buf;
+}
+
 void rb_reader_seek_oldest(struct rb_reader *r)
 {
 	struct ringtrace__rb *rb = r->rb;
-	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+	uint64_t sb = rb->sb_mask + 1;
 	for (uint32_t c = 0; c < rb->ncpus; c++) {
 		struct ringtrace__rb_percpu *pc = &rb->cpu[c];
 		uint64_t pos = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK;
 		uint64_t open = pos & ~rb->sb_mask;
-		/* The ring holds at most the nsb sub-buffers before the open one
-		 * (the open one included); the oldest not yet taken is next. */
-		uint64_t start = open >= buf - sb ? open - (buf - sb) : 0;
+		uint64_t span = whole_span(rb, pos);
+		uint64_t start = open >= span ? open - span : 0;
 		uint64_t rpos = open;
 		for (uint64_t p = start; p < open; p += sb) {
 			const struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, p)];
@@ -200,7 +214,7 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 				r->st.corrupt++;
 				return -EBADMSG;
 			}
-			rc->rpos = ((pos & ~rb->sb_mask) - buf + sb) & RINGTRACE__POS_MASK;
+			rc->rpos = ((pos & ~rb->sb_mask) - whole_span(rb, pos)) & RINGTRACE__POS_MASK;
 			continue;
 		}
 		uint64_t rpos = rc->rpos;
