@@ -40,14 +40,16 @@ static void print_env_losses(const struct rd_meta *m, struct ctf_buf *b)
 		const struct rd_env *e = &m->env[i];
 		unsigned long long cpu;
 		int end = 0;
-		if (e->str || e->num <= 0 || sscanf(e->key, "ringtrace_stream_%llu_lost_%n", &cpu, &end) != 1 ||
-		    end == 0)
+		if (e->str || e->num <= 0 || sscanf(e->key, "ringtrace_stream_%llu_%n", &cpu, &end) != 1 || end == 0)
 			continue;
 		const char *cause = e->key + end;
-		if (!strcmp(cause, "unwritten"))
+		if (!strcmp(cause, "discarded_after"))
+			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu after its last packet (discarded)\n",
+				       (long long)e->num, cpu);
+		else if (!strcmp(cause, "lost_unwritten"))
 			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu after its last packet (never written: %s)\n",
 				       (long long)e->num, cpu, why && why->str && *why->str ? why->str : "write error");
-		else if (!strcmp(cause, "crash"))
+		else if (!strcmp(cause, "lost_crash"))
 			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu (committed, unreadable after a crash)\n",
 				       (long long)e->num, cpu);
 	}

@@ -119,6 +119,11 @@ struct rec {
 	 * per CPU and in all, and the first error. */
 	uint64_t *unwritten;
 	uint64_t unwritten_total;
+	/* Per CPU: the events_discarded of the last packet written (a loss
+	 * counted after it shows in no packet of the trace), and whether one
+	 * was written. */
+	uint64_t *disc_written;
+	unsigned char *wrote;
 	int write_errno;
 	/* Room for the final metadata (disk_room.h), held from the first
 	 * packet on; meta_bytes: the size of the last metadata written. */
@@ -605,6 +610,8 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 		done += (size_t)k;
 	}
 	r->bytes += pkt->len;
+	memcpy(&r->disc_written[pkt->cpu], pkt->data + RB_PKT_DISCARDED, 8);
+	r->wrote[pkt->cpu] = 1;
 }
 
 /* Take at most `max` sub-buffers per CPU (0: all), so that a writer faster
@@ -860,15 +867,17 @@ static int write_metadata(struct rec *r, int final)
 	size_t n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);
 	struct ctf_env_kv *all = NULL;
 	char (*keys)[48] = NULL;
-	if (final && !r->attach_spec && !r->meta_mem) {
+	if (final && !r->meta_mem) {
 		/* Per stream, what the trace must account for: the events its
 		 * program tried to write, and those the recorder lost after
 		 * the buffer (not written; unreadable after a crash). A
 		 * checker then proves, from the trace alone, events +
-		 * events_discarded + these == written. */
+		 * events_discarded + these == written. Attached to a running
+		 * program, the ring's counts began before the recording: no
+		 * written count then. */
 		uint32_t ncpus = r->rb->ncpus;
-		all = calloc(n_env + 3 * (size_t)ncpus, sizeof(*all));
-		keys = calloc(3 * (size_t)ncpus, sizeof(*keys));
+		all = calloc(n_env + 4 * (size_t)ncpus, sizeof(*all));
+		keys = calloc(4 * (size_t)ncpus, sizeof(*keys));
 		if (!all || !keys) {
 			free(all);
 			free(keys);
@@ -882,13 +891,29 @@ static int write_metadata(struct rec *r, int final)
 			uint64_t written = rb_cpu_written(&r->rb->cpu[c], r->nsb);
 			uint64_t crash = rb_reader_cpu_lost(r->reader, c);
 			uint64_t unwritten = r->unwritten ? r->unwritten[c] : 0;
-			if (written == 0 && unwritten == 0 && crash == 0)
+			/* Losses the ring counted after the last packet written
+			 * (in packets not written, or after the last one): no
+			 * packet of the trace shows them. Attached, the counter
+			 * did not start at 0: only after a packet. */
+			uint64_t after = 0;
+			if (r->disc_written && (r->wrote[c] || !r->attach_spec)) {
+				uint64_t d = rb_cpu_discarded(r->rb->cpu[c].ctl);
+				if (d > r->disc_written[c])
+					after = d - r->disc_written[c];
+			}
+			if ((written == 0 || r->attach_spec) && unwritten == 0 && crash == 0 && after == 0)
 				continue;
-			snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_written", c);
-			all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)written };
+			if (!r->attach_spec) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_written", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)written };
+			}
 			if (unwritten) {
 				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_lost_unwritten", c);
 				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)unwritten };
+			}
+			if (after) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_discarded_after", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)after };
 			}
 			if (crash) {
 				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_lost_crash", c);
@@ -945,7 +970,9 @@ static int alloc_stream_fds(struct rec *r)
 {
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
 	r->unwritten = calloc(r->rb->ncpus, sizeof(*r->unwritten));
-	if (!r->fds || !r->unwritten) {
+	r->disc_written = calloc(r->rb->ncpus, sizeof(*r->disc_written));
+	r->wrote = calloc(r->rb->ncpus, 1);
+	if (!r->fds || !r->unwritten || !r->disc_written || !r->wrote) {
 		free(r->fds);
 		r->fds = NULL;
 		return -1;
@@ -1068,6 +1095,8 @@ static void cleanup(struct rec *r)
 		free(r->fds);
 	}
 	free(r->unwritten);
+	free(r->disc_written);
+	free(r->wrote);
 	if (r->outdir)
 		disk_room_release(&r->room, r->odfd);
 	rb_reader_free(r->reader);

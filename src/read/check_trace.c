@@ -835,36 +835,55 @@ int rd_check_file(struct rd_check *c, const char *name, int fd, const void *mem,
 }
 
 /* The env's ringtrace_stream_<cpu>_<what> as a count (0 if absent). */
-static uint64_t stream_env(const struct rd_check *c, uint64_t cpu, const char *what)
+static const struct rd_env *stream_env(const struct rd_check *c, uint64_t cpu, const char *what)
 {
 	char key[96];
 	snprintf(key, sizeof(key), "ringtrace_stream_%llu_%s", (unsigned long long)cpu, what);
 	const struct rd_env *e = env_int(c->m, key);
-	return e && e->num > 0 ? (uint64_t)e->num : 0;
+	return e && e->num >= 0 ? e : NULL;
+}
+
+static uint64_t stream_count(const struct rd_check *c, uint64_t cpu, const char *what)
+{
+	const struct rd_env *e = stream_env(c, cpu, what);
+	return e ? (uint64_t)e->num : 0;
+}
+
+/* Env entry i, if it is a ringtrace_stream_<cpu>_* count: its cpu. */
+static int stream_key(const struct rd_env *e, unsigned long long *ret_cpu)
+{
+	int end = 0;
+	return !e->str && sscanf(e->key, "ringtrace_stream_%llu_%n", ret_cpu, &end) == 1 && end > 0;
 }
 
 /*
  * What the recorder wrote at the end, per stream (docs/trace-format.md,
- * "Loss accounting"): the events the program tried to write on that CPU,
- * and those the recorder lost after the buffer: not written (the disk was
- * full) or unreadable after a crash. The stream's files must account for
- * every one: events + events_discarded + those == written (checked when
- * the stream's files had no other problem). Events not written are a
- * problem: the trace is cut.
+ * "Loss accounting"): the events the program tried to write on that CPU
+ * (not for a recording attached to a running program), and those the
+ * recorder lost after the buffer: not written (the disk was full) or
+ * unreadable after a crash; and the events the ring discarded after the
+ * stream's last packet in the trace (counted only by packets not written,
+ * say). The stream's files must account for every one: events + events_discarded + those == written (checked when the
+ * stream's files had no other problem). Events not written are a problem:
+ * the trace is cut.
  */
 static void check_accounts(struct rd_check *c)
 {
 	const struct rd_meta *m = c->m;
 	for (size_t i = 0; i < m->n_env; i++) {
-		const struct rd_env *e = &m->env[i];
-		unsigned long long cpu;
-		int end = 0;
-		if (e->str || e->num < 0 ||
-		    sscanf(e->key, "ringtrace_stream_%llu_written%n", &cpu, &end) != 1 || e->key[end] != '\0')
+		unsigned long long cpu, other;
+		if (!stream_key(&m->env[i], &cpu))
 			continue;
-		uint64_t written = (uint64_t)e->num;
-		uint64_t unwritten = stream_env(c, cpu, "lost_unwritten");
-		uint64_t crash = stream_env(c, cpu, "lost_crash");
+		/* Each stream once, at its first key. */
+		size_t j = 0;
+		while (j < i && !(stream_key(&m->env[j], &other) && other == cpu))
+			j++;
+		if (j < i)
+			continue;
+		const struct rd_env *w = stream_env(c, cpu, "written");
+		uint64_t unwritten = stream_count(c, cpu, "lost_unwritten");
+		uint64_t crash = stream_count(c, cpu, "lost_crash");
+		uint64_t after = stream_count(c, cpu, "discarded_after");
 		uint64_t events = 0, lost = 0, problems = 0;
 		const char *name = NULL;
 		for (size_t k = 0; k < c->n_ids; k++) {
@@ -883,21 +902,24 @@ static void check_accounts(struct rd_check *c)
 			name = fallback;
 		}
 		struct ck_file f = { .name = name };
-		c->tot.lost += unwritten + crash;
+		lost += after;
+		c->tot.lost += unwritten + crash + after;
 		if (unwritten) {
 			const struct rd_env *why = rd_meta_env(m, "ringtrace_write_error");
+			int has_why = why && why->str && *why->str;
 			problem(c, &f, 0, 0, "the trace is cut: %llu events of this stream were never written%s%s%s",
-				(unsigned long long)unwritten, why && why->str && *why->str ? " (" : "",
-				why && why->str ? why->str : "", why && why->str && *why->str ? ")" : "");
+				(unsigned long long)unwritten, has_why ? " (" : "", has_why ? why->str : "",
+				has_why ? ")" : "");
 		}
 		/* A damaged stream is reported already; its counts mean little. */
-		if (problems == 0 && events + lost + unwritten + crash != written)
+		uint64_t sum = events + lost + unwritten + crash;
+		if (w && problems == 0 && sum != (uint64_t)w->num)
 			problem(c, &f, 0, 0,
-				"%llu events + %llu lost (events_discarded) + %llu not written + %llu unreadable = "
+				"%llu events + %llu lost (events_discarded, after the last packet too) + %llu not written + "
+				"%llu unreadable = "
 				"%llu, but the env says %llu were written",
 				(unsigned long long)events, (unsigned long long)lost, (unsigned long long)unwritten,
-				(unsigned long long)crash, (unsigned long long)(events + lost + unwritten + crash),
-				(unsigned long long)written);
+				(unsigned long long)crash, (unsigned long long)sum, (unsigned long long)w->num);
 	}
 }
 

@@ -139,9 +139,9 @@ uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb)
  */
 static void keep_discarded_monotonic(struct rb_rcpu *rc, char *p)
 {
-	uint64_t d = get64(p + 72);
+	uint64_t d = get64(p + RB_PKT_DISCARDED);
 	if (d < rc->disc)
-		memcpy(p + 72, &rc->disc, 8);
+		memcpy(p + RB_PKT_DISCARDED, &rc->disc, 8);
 	else
 		rc->disc = d;
 }
@@ -359,7 +359,7 @@ static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc,
 	v = rb_cpu_discarded(pc->ctl);
 	if (v < r->cpu[cpu].disc)
 		v = r->cpu[cpu].disc;
-	memcpy(h + 72, &v, 8);
+	memcpy(h + RB_PKT_DISCARDED, &v, 8);
 	/* A peek takes nothing: the same records come again. */
 	if (take)
 		r->cpu[cpu].disc = v;
