@@ -132,10 +132,12 @@ uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb)
  * Keep a stream's events_discarded from going down. The writer that
  * closes a packet stores the loss counters' sum at that moment, after its
  * state commit: preempted there, it can store its sum after later packets
- * were closed with smaller ones (more losses were counted meanwhile). A
- * reader that took the difference would see a loss of nearly 2^64 events.
- * The larger value is as true for the later packet (the losses were
- * counted before it was handed out), so raise it.
+ * were closed with smaller ones (more losses were counted meanwhile). And
+ * a salvaged packet gets the sum of the end (cut_copy()), while complete
+ * packets after it keep the sums of their close. A reader that took the
+ * difference would see a loss of nearly 2^64 events. The larger value is
+ * as true for the later packet (the losses were counted before it was
+ * handed out), so raise it.
  */
 static void keep_discarded_monotonic(struct rb_rcpu *rc, char *p)
 {
