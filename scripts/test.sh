@@ -155,6 +155,9 @@ fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
 fi
+if [ -x tests/e2e/losses.sh ]; then
+	suite "every loss counted: disk full, overwrite mode, flight recorder (gcc build)" tests/e2e/losses.sh build
+fi
 if [ -x tests/e2e/convert_chrome.sh ]; then
 	suite "convert to Chrome trace-event JSON and folded stacks (gcc build)" tests/e2e/convert_chrome.sh build
 fi

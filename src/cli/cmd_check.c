@@ -20,7 +20,12 @@
  *   ringtrace check: N streams, N packets, N events, N lost, N problems
  *
  * where events leaves out ringtrace's own thread records (as `record`
- * counts them) and lost is the events lost according to events_discarded.
+ * counts them) and lost is the events lost according to events_discarded,
+ * plus those the env says the recorder lost after the buffers (never
+ * written to a full disk, unreadable after a crash): the summary's count.
+ * A trace whose recorder could not write everything ("the trace is cut")
+ * and a stream whose events + losses differ from what the env says was
+ * written are problems (docs/trace-format.md, "Loss accounting").
  * Exit status: 0 no problem, 1 problems, 2 usage error or not a trace (one
  * line on stderr). Every input is hostile: no trace can crash it or make
  * it loop.

@@ -16,7 +16,9 @@
  * --clock-seconds` prints the same numbers. ringtrace:thread records (which
  * only tell whose events follow) are shown with --all. Lost events and lost
  * packets get a `ringtrace: ...` line at the place in time where the loss
- * is known.
+ * is known. Events the recorder lost after the buffers (not written to a
+ * full disk, unreadable after a crash; the env's ringtrace_stream_N_lost_*)
+ * get one line per stream after the last event.
  *
  * A damaged trace: everything readable is printed, then one line
  * `ringtrace dump: DIR: <what is wrong>` on stderr and exit status 1.
@@ -28,6 +30,30 @@
 #include "ctf/buf.h"
 #include "read/format.h"
 #include "read/reader.h"
+
+/* The losses that no packet shows, from the env (docs/trace-format.md,
+ * "Loss accounting"), one line per stream and cause. */
+static void print_env_losses(const struct rd_meta *m, struct ctf_buf *b)
+{
+	const struct rd_env *why = rd_meta_env(m, "ringtrace_write_error");
+	for (size_t i = 0; i < m->n_env; i++) {
+		const struct rd_env *e = &m->env[i];
+		unsigned long long cpu;
+		int end = 0;
+		if (e->str || e->num <= 0 || sscanf(e->key, "ringtrace_stream_%llu_%n", &cpu, &end) != 1 || end == 0)
+			continue;
+		const char *cause = e->key + end;
+		if (!strcmp(cause, "discarded_after"))
+			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu after its last packet (discarded)\n",
+				       (long long)e->num, cpu);
+		else if (!strcmp(cause, "lost_unwritten"))
+			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu after its last packet (never written: %s)\n",
+				       (long long)e->num, cpu, why && why->str && *why->str ? why->str : "write error");
+		else if (!strcmp(cause, "lost_crash"))
+			ctf_buf_printf(b, "ringtrace: %lld events lost on cpu %llu (committed, unreadable after a crash)\n",
+				       (long long)e->num, cpu);
+	}
+}
 
 static void usage(FILE *f)
 {
@@ -172,6 +198,14 @@ int cmd_dump(int argc, char **argv)
 	} else if (r < 0 && !status) {
 		fprintf(stderr, "ringtrace dump: %s: %s\n", dir, rd_trace_errmsg(t));
 		status = 1;
+	}
+	if (!status && r == 0) {
+		ctf_buf_reset(&line);
+		print_env_losses(rd_trace_meta(t), &line);
+		if (line.len && (fwrite(line.data, 1, line.len, stdout) != line.len || fflush(stdout) != 0)) {
+			fprintf(stderr, "ringtrace dump: %s: cannot write the output\n", dir);
+			status = 1;
+		}
 	}
 	ctf_buf_free(&line);
 	rd_trace_close(t);

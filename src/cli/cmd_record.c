@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/disk_room.h"
 #include "cli/mem_agg_io.h"
 #include "common/clock.h"
 #include "common/sig.h"
@@ -114,6 +115,21 @@ struct rec {
 	int *fds;
 	int write_failed;
 	uint64_t bytes;
+	/* Stream data that could not be written (the disk full, say): events
+	 * per CPU and in all, and the first error. */
+	uint64_t *unwritten;
+	uint64_t unwritten_total;
+	/* Per CPU: the events_discarded of the last packet written (a loss
+	 * counted after it shows in no packet of the trace), and whether one
+	 * was written. */
+	uint64_t *disc_written;
+	unsigned char *wrote;
+	int write_errno;
+	/* Room for the final metadata (disk_room.h), held from the first
+	 * packet on; meta_bytes: the size of the last metadata written. */
+	struct disk_room room;
+	int room_tried;
+	uint64_t meta_bytes;
 
 	struct rec_event *events;
 	size_t nevents, cap_events;
@@ -526,13 +542,41 @@ static int make_outdir(struct rec *r)
 	return -1;
 }
 
+/* Hold room for the final metadata: twice the last one (it grows with
+ * the events and threads seen), 64 KiB at least. A failure is not fatal:
+ * the disk may be full already. */
+static void keep_room(struct rec *r)
+{
+	uint64_t want = 2 * r->meta_bytes;
+	if (want < 65536)
+		want = 65536;
+	r->room_tried = 1;
+	disk_room_hold(&r->room, r->odfd, want);
+}
+
+/* A packet that is not in the trace: its events are counted per stream
+ * (finish() puts them in the summary and the metadata). */
+static void count_unwritten(struct rec *r, const struct rb_packet *pkt, int err)
+{
+	r->unwritten[pkt->cpu] += pkt->events;
+	r->unwritten_total += pkt->events;
+	if (!r->write_errno)
+		r->write_errno = err;
+	r->write_failed = 1;
+}
+
 /* Append one whole packet; on a short write, cut the file back so that it
  * only ever holds whole packets (a truncated packet makes the trace
- * unreadable). */
+ * unreadable). After a failure nothing more is written: the trace ends
+ * where its files end, and what follows is counted. */
 static void write_packet(struct rec *r, const struct rb_packet *pkt)
 {
-	if (r->write_failed)
+	if (r->write_errno) {
+		count_unwritten(r, pkt, r->write_errno);
 		return;
+	}
+	if (!r->room_tried)
+		keep_room(r);
 	int *fd = &r->fds[pkt->cpu];
 	if (*fd < 0) {
 		char name[32];
@@ -541,8 +585,9 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 		if (*fd < 0) {
 			fprintf(stderr, PFX "cannot create '%s/%s': %s; events from now on are not saved\n", r->outdir,
 				name, strerror(-*fd));
+			int err = -*fd;
 			*fd = -1;
-			r->write_failed = 1;
+			count_unwritten(r, pkt, err);
 			return;
 		}
 	}
@@ -553,17 +598,20 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
+			int err = k < 0 ? errno : ENOSPC; /* a write of 0 bytes: no room */
 			fprintf(stderr, PFX "cannot write '%s/stream_%u': %s; events from now on are not saved\n",
-				r->outdir, pkt->cpu, k < 0 ? strerror(errno) : "short write");
+				r->outdir, pkt->cpu, strerror(err));
 			if (start >= 0 && ftruncate(*fd, start) < 0) {
 				/* nothing more to do: the message above stands */
 			}
-			r->write_failed = 1;
+			count_unwritten(r, pkt, err);
 			return;
 		}
 		done += (size_t)k;
 	}
 	r->bytes += pkt->len;
+	memcpy(&r->disc_written[pkt->cpu], pkt->data + RB_PKT_DISCARDED, 8);
+	r->wrote[pkt->cpu] = 1;
 }
 
 /* Take at most `max` sub-buffers per CPU (0: all), so that a writer faster
@@ -780,6 +828,10 @@ static int write_metadata(struct rec *r, int final)
 		{ "ringtrace_lost_too_big", NULL, (int64_t)r->lost_too_big },
 		{ "ringtrace_lost_no_rseq", NULL, (int64_t)r->lost_nocpu },
 		{ "ringtrace_lost_crash", NULL, (int64_t)r->lost_crash },
+		/* Events the recorder took but could not write (disk full):
+		 * the trace is cut; why, in a few words. */
+		{ "ringtrace_lost_unwritten", NULL, (int64_t)r->unwritten_total },
+		{ "ringtrace_write_error", r->write_errno ? strerror(r->write_errno) : "", 0 },
 		/* Attached to a running program: packet numbers and discarded
 		 * counts do not start at 0, and that is no loss. */
 		{ "ringtrace_attached", NULL, r->attach_spec ? 1 : 0 },
@@ -806,14 +858,73 @@ static int write_metadata(struct rec *r, int final)
 	t.threads = threads;
 	t.n_threads = threads ? r->nthreads : 0;
 	t.vpid = r->child;
-	t.env = env;
-	t.n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);
+	size_t n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);
+	struct ctf_env_kv *all = NULL;
+	char (*keys)[48] = NULL;
+	if (final && !r->meta_mem) {
+		/* Per stream, what the trace must account for: the events its
+		 * program tried to write, and those the recorder lost after
+		 * the buffer (not written; unreadable after a crash). A
+		 * checker then proves, from the trace alone, events +
+		 * events_discarded + these == written. Attached to a running
+		 * program, the ring's counts began before the recording: no
+		 * written count then. */
+		uint32_t ncpus = r->rb->ncpus;
+		all = calloc(n_env + 4 * (size_t)ncpus, sizeof(*all));
+		keys = calloc(4 * (size_t)ncpus, sizeof(*keys));
+		if (!all || !keys) {
+			free(all);
+			free(keys);
+			free(threads);
+			free(ev);
+			return -ENOMEM;
+		}
+		memcpy(all, env, n_env * sizeof(*all));
+		size_t k = 0;
+		for (uint32_t c = 0; c < ncpus; c++) {
+			uint64_t written = rb_cpu_written(&r->rb->cpu[c], r->nsb);
+			uint64_t crash = rb_reader_cpu_lost(r->reader, c);
+			uint64_t unwritten = r->unwritten ? r->unwritten[c] : 0;
+			/* Losses the ring counted after the last packet written
+			 * (in packets not written, or after the last one): no
+			 * packet of the trace shows them. Attached, the counter
+			 * did not start at 0: only after a packet. */
+			uint64_t after = 0;
+			if (r->disc_written && (r->wrote[c] || !r->attach_spec)) {
+				uint64_t d = rb_cpu_discarded(r->rb->cpu[c].ctl);
+				if (d > r->disc_written[c])
+					after = d - r->disc_written[c];
+			}
+			if ((written == 0 || r->attach_spec) && unwritten == 0 && crash == 0 && after == 0)
+				continue;
+			if (!r->attach_spec) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_written", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)written };
+			}
+			if (unwritten) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_lost_unwritten", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)unwritten };
+			}
+			if (after) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_discarded_after", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)after };
+			}
+			if (crash) {
+				snprintf(keys[k], sizeof(keys[k]), "ringtrace_stream_%u_lost_crash", c);
+				all[n_env++] = (struct ctf_env_kv){ keys[k++], NULL, (int64_t)crash };
+			}
+		}
+	}
+	t.env = all ? all : env;
+	t.n_env = n_env;
 	t.events = ev;
 	t.n_events = r->nevents;
 
 	if (r->meta_mem) {
 		/* `show`: the text, in memory. */
 		int ret = ctf_metadata_write(r->meta_mem, &t);
+		free(all);
+		free(keys);
 		free(threads);
 		free(ev);
 		r->reg_changed = 0;
@@ -828,12 +939,20 @@ static int write_metadata(struct rec *r, int final)
 		ret = -errno;
 	if (f)
 		ret = ctf_metadata_write(f, &t);
+	/* Its size, for the room kept for the last one (disk_room.h). */
+	long bytes = f && ret == 0 ? ftell(f) : -1;
 	if (ret == 0)
 		ret = outdir_tmp_commit(&tf, 0);
 	else if (tf.fd >= 0 || tf.f)
 		outdir_tmp_abort(&tf);
+	if (ret == 0 && bytes > 0)
+		r->meta_bytes = (uint64_t)bytes;
 	if (ret < 0)
 		fprintf(stderr, PFX "cannot write '%s/metadata': %s\n", r->outdir, strerror(-ret));
+	else if (!final && r->room_tried)
+		keep_room(r); /* the metadata may have grown */
+	free(all);
+	free(keys);
 	free(threads);
 	free(ev);
 	r->reg_changed = 0;
@@ -844,8 +963,14 @@ static int write_metadata(struct rec *r, int final)
 static int alloc_stream_fds(struct rec *r)
 {
 	r->fds = malloc(r->rb->ncpus * sizeof(int));
-	if (!r->fds)
+	r->unwritten = calloc(r->rb->ncpus, sizeof(*r->unwritten));
+	r->disc_written = calloc(r->rb->ncpus, sizeof(*r->disc_written));
+	r->wrote = calloc(r->rb->ncpus, 1);
+	if (!r->fds || !r->unwritten || !r->disc_written || !r->wrote) {
+		free(r->fds);
+		r->fds = NULL;
 		return -1;
+	}
 	for (uint32_t c = 0; c < r->rb->ncpus; c++)
 		r->fds[c] = -1;
 	return 0;
@@ -963,6 +1088,11 @@ static void cleanup(struct rec *r)
 				close(r->fds[c]);
 		free(r->fds);
 	}
+	free(r->unwritten);
+	free(r->disc_written);
+	free(r->wrote);
+	if (r->outdir)
+		disk_room_release(&r->room, r->odfd);
 	rb_reader_free(r->reader);
 	if (r->rb)
 		rb_view_free(r->rb);
@@ -1095,23 +1225,32 @@ static void finish(struct rec *r, int salvage)
 		r->follow_empty = 1;
 		return;
 	}
+	/* The room held for this (disk_room.h), given back just in time. */
+	disk_room_release(&r->room, r->odfd);
 	int meta_ok = write_metadata(r, 1) == 0;
 	if (save_stacks(r) < 0)
 		r->write_failed = 1;
 	if (r->aggregate && r->agg_fd >= 0 && agg_save(r->agg_fd, r->odfd, r->outdir) < 0)
 		r->write_failed = 1;
 
-	char extra[160] = "";
+	char extra[256] = "";
 	if (r->lost_nocpu)
 		snprintf(extra, sizeof(extra), ", %llu from threads without rseq",
 			 (unsigned long long)r->lost_nocpu);
 	if (r->lost_crash)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 			 ", %llu committed but cut off by the crash", (unsigned long long)r->lost_crash);
+	if (r->unwritten_total)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", %llu not written: %s",
+			 (unsigned long long)r->unwritten_total,
+			 r->write_errno == ENOSPC ? "disk full" : strerror(r->write_errno));
+	/* Recorded: in the trace. Taken from the buffers but not written
+	 * counts as lost. */
 	fprintf(stderr,
 		PFX "%llu events recorded, %llu lost (%llu buffer full, %llu overwritten, %llu too big%s), %llu bytes written to %s%s\n",
-		(unsigned long long)st.events,
-		(unsigned long long)(r->lost_full + r->lost_overwrite + r->lost_too_big + r->lost_nocpu + r->lost_crash),
+		(unsigned long long)(st.events - r->unwritten_total),
+		(unsigned long long)(r->lost_full + r->lost_overwrite + r->lost_too_big + r->lost_nocpu + r->lost_crash +
+				     r->unwritten_total),
 		(unsigned long long)r->lost_full, (unsigned long long)r->lost_overwrite,
 		(unsigned long long)r->lost_too_big, extra, (unsigned long long)r->bytes, r->outdir,
 		(meta_ok && !r->write_failed) ? "" : " (INCOMPLETE)");

@@ -104,9 +104,14 @@ struct ck_file {
 	uint64_t name_cpu;
 };
 
+/* One file checked: its stream's identity and what it holds. */
 struct ck_ident {
 	const char *name;
+	int has_inst, has_cpu;
 	uint64_t sid, inst, off;
+	uint64_t cpu;
+	uint64_t events, lost;           /* decoded; lost per events_discarded */
+	uint64_t problems;               /* found in the file */
 };
 
 struct rd_check {
@@ -795,6 +800,7 @@ int rd_check_file(struct rd_check *c, const char *name, int fd, const void *mem,
 		.size = size,
 	};
 	int r;
+	uint64_t events0 = c->tot.events, lost0 = c->tot.lost, problems0 = c->tot.problems;
 
 	c->tot.streams++;
 	f.name_is_cpu = name_cpu(name, &f.name_cpu);
@@ -805,23 +811,123 @@ int rd_check_file(struct rd_check *c, const char *name, int fd, const void *mem,
 		problem(c, &f, 0, 0, "empty stream file (no packet)");
 	while ((r = check_packet(c, &f)) > 0)
 		;
-	if (f.has_inst) {
-		if (c->n_ids == c->cap_ids) {
-			size_t cap = c->cap_ids ? c->cap_ids * 2 : 16;
-			struct ck_ident *v = realloc(c->ids, cap * sizeof(*v));
-			if (!v)
-				return r < 0 ? r : -ENOMEM;
-			c->ids = v;
-			c->cap_ids = cap;
-		}
-		c->ids[c->n_ids++] = (struct ck_ident){ name, f.has_sid ? f.sid : 0, f.inst, f.inst_off };
+	if (c->n_ids == c->cap_ids) {
+		size_t cap = c->cap_ids ? c->cap_ids * 2 : 16;
+		struct ck_ident *v = realloc(c->ids, cap * sizeof(*v));
+		if (!v)
+			return r < 0 ? r : -ENOMEM;
+		c->ids = v;
+		c->cap_ids = cap;
 	}
+	c->ids[c->n_ids++] = (struct ck_ident){
+		.name = name,
+		.has_inst = f.has_inst,
+		.has_cpu = f.has_cpu || f.name_is_cpu,
+		.sid = f.has_sid ? f.sid : 0,
+		.inst = f.inst,
+		.off = f.inst_off,
+		.cpu = f.has_cpu ? f.cpu : f.name_cpu,
+		.events = c->tot.events - events0,
+		.lost = c->tot.lost - lost0,
+		.problems = c->tot.problems - problems0,
+	};
 	return r < 0 ? r : 0;
+}
+
+/* The env's ringtrace_stream_<cpu>_<what> as a count (0 if absent). */
+static const struct rd_env *stream_env(const struct rd_check *c, uint64_t cpu, const char *what)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "ringtrace_stream_%llu_%s", (unsigned long long)cpu, what);
+	const struct rd_env *e = env_int(c->m, key);
+	return e && e->num >= 0 ? e : NULL;
+}
+
+static uint64_t stream_count(const struct rd_check *c, uint64_t cpu, const char *what)
+{
+	const struct rd_env *e = stream_env(c, cpu, what);
+	return e ? (uint64_t)e->num : 0;
+}
+
+/* Env entry i, if it is a ringtrace_stream_<cpu>_* count: its cpu. */
+static int stream_key(const struct rd_env *e, unsigned long long *ret_cpu)
+{
+	int end = 0;
+	return !e->str && sscanf(e->key, "ringtrace_stream_%llu_%n", ret_cpu, &end) == 1 && end > 0;
+}
+
+/*
+ * What the recorder wrote at the end, per stream (docs/trace-format.md,
+ * "Loss accounting"): the events the program tried to write on that CPU
+ * (not for a recording attached to a running program), and those the
+ * recorder lost after the buffer: not written (the disk was full) or
+ * unreadable after a crash; and the events the ring discarded after the
+ * stream's last packet in the trace (counted only by packets not written,
+ * say). The stream's files must account for every one: events + events_discarded + those == written (checked when the
+ * stream's files had no other problem). Events not written are a problem:
+ * the trace is cut.
+ */
+static void check_accounts(struct rd_check *c)
+{
+	const struct rd_meta *m = c->m;
+	for (size_t i = 0; i < m->n_env; i++) {
+		unsigned long long cpu, other;
+		if (!stream_key(&m->env[i], &cpu))
+			continue;
+		/* Each stream once, at its first key. */
+		size_t j = 0;
+		while (j < i && !(stream_key(&m->env[j], &other) && other == cpu))
+			j++;
+		if (j < i)
+			continue;
+		const struct rd_env *w = stream_env(c, cpu, "written");
+		uint64_t unwritten = stream_count(c, cpu, "lost_unwritten");
+		uint64_t crash = stream_count(c, cpu, "lost_crash");
+		uint64_t after = stream_count(c, cpu, "discarded_after");
+		uint64_t events = 0, lost = 0, problems = 0;
+		const char *name = NULL;
+		for (size_t k = 0; k < c->n_ids; k++) {
+			const struct ck_ident *id = &c->ids[k];
+			if (!id->has_cpu || id->cpu != cpu)
+				continue;
+			events += id->events;
+			lost += id->lost;
+			problems += id->problems;
+			if (!name)
+				name = id->name;
+		}
+		char fallback[48];
+		if (!name) {
+			snprintf(fallback, sizeof(fallback), "stream_%llu", cpu);
+			name = fallback;
+		}
+		struct ck_file f = { .name = name };
+		lost += after;
+		c->tot.lost += unwritten + crash + after;
+		if (unwritten) {
+			const struct rd_env *why = rd_meta_env(m, "ringtrace_write_error");
+			int has_why = why && why->str && *why->str;
+			problem(c, &f, 0, 0, "the trace is cut: %llu events of this stream were never written%s%s%s",
+				(unsigned long long)unwritten, has_why ? " (" : "", has_why ? why->str : "",
+				has_why ? ")" : "");
+		}
+		/* A damaged stream is reported already; its counts mean little. */
+		uint64_t sum = events + lost + unwritten + crash;
+		if (w && problems == 0 && sum != (uint64_t)w->num)
+			problem(c, &f, 0, 0,
+				"%llu events + %llu lost (events_discarded, after the last packet too) + %llu not written + "
+				"%llu unreadable = "
+				"%llu, but the env says %llu were written",
+				(unsigned long long)events, (unsigned long long)lost, (unsigned long long)unwritten,
+				(unsigned long long)crash, (unsigned long long)sum, (unsigned long long)w->num);
+	}
 }
 
 static int cmp_ident(const void *a, const void *b)
 {
 	const struct ck_ident *x = a, *y = b;
+	if (x->has_inst != y->has_inst)
+		return x->has_inst < y->has_inst ? -1 : 1;
 	if (x->sid != y->sid)
 		return x->sid < y->sid ? -1 : 1;
 	if (x->inst != y->inst)
@@ -838,10 +944,11 @@ void rd_check_finish(struct rd_check *c)
 		qsort(c->ids, c->n_ids, sizeof(*c->ids), cmp_ident);
 	for (size_t i = 1; i < c->n_ids; i++) {
 		const struct ck_ident *a = &c->ids[i - 1], *b = &c->ids[i];
-		if (a->sid != b->sid || a->inst != b->inst)
+		if (!a->has_inst || a->sid != b->sid || a->inst != b->inst)
 			continue;
 		struct ck_file f = { .name = b->name };
 		problem(c, &f, 1, b->off, "stream_instance_id %llu is also that of %s: babeltrace2 "
 			"reads the two files as one stream", (unsigned long long)b->inst, a->name);
 	}
+	check_accounts(c);
 }

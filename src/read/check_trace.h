@@ -12,7 +12,8 @@
  * event decoded in full (id known, size within content_size). What the
  * trace's env says about the recording (ringtrace_attached, the overwrite
  * mode, losses counted by the recorder) decides which sequence gaps are
- * accounted for.
+ * accounted for; its per-stream counts (ringtrace_stream_N_*) must add
+ * up with the events and losses found (docs/trace-format.md).
  *
  * Input is hostile: sizes are checked against the file before use, memory
  * is capped (one packet of at most RD_PACKET_MAX bytes, capped value
@@ -42,7 +43,7 @@ struct rd_check_totals {
 	uint64_t streams;            /* files checked */
 	uint64_t packets;            /* packets whose header could be read */
 	uint64_t events;             /* events decoded, ringtrace's own records excluded */
-	uint64_t lost;               /* events lost according to events_discarded */
+	uint64_t lost;               /* per events_discarded, and the env's ringtrace_stream_N_lost_* */
 	uint64_t problems;
 };
 

@@ -22,6 +22,8 @@
 #define RB_DEFAULT_SB     (256u * 1024)
 #define RB_DEFAULT_NSB    8
 #define RB_DEFAULT_REG    (256u * 1024)
+/* Offset of events_discarded (u64) in a packet (docs/design.md section 3). */
+#define RB_PKT_DISCARDED  72
 
 struct rb_params {
 	uint32_t ncpus;
@@ -92,10 +94,17 @@ uint32_t rb_possible_cpus(void);
 
 /* ---- writer side, used by the library -------------------------------- */
 
-/* Events of one CPU dropped before they were written (every cause but
- * overwriting): what a packet's events_discarded says. Overwritten events
- * show in a trace as a gap in packet_seq_num, as in LTTng. */
+/* Events of one CPU lost in the buffer, by every cause, overwriting
+ * included: what a packet's events_discarded says (a running total). An
+ * overwritten sub-buffer also shows as a gap in packet_seq_num, as in
+ * LTTng, but only this count says how many events it held. */
 uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl);
+
+/* Events the program tried to write on one CPU (nsb sub-buffers): those
+ * committed in its sub-buffers plus those dropped before they were
+ * written. Final once no writer runs; the trace of that CPU then holds
+ * written == events + events_discarded (+ what the consumer lost). */
+uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb);
 
 /* In a forked child, whose registrations were all dropped. */
 void rb_forget_registration(void);
@@ -166,6 +175,10 @@ struct rb_reader_stats {
 	uint64_t crash_lost;         /* salvage: committed events that could not be kept */
 };
 void rb_reader_stats(const struct rb_reader *r, struct rb_reader_stats *ret);
+
+/* Committed events of `cpu` the consumer could not hand out (corrupt_events
+ * and crash_lost of that CPU). */
+uint64_t rb_reader_cpu_lost(const struct rb_reader *r, uint32_t cpu);
 
 /* Ask writers to wake us when they close a sub-buffer, then sleep at most
  * timeout_ms. */

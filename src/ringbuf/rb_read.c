@@ -25,6 +25,8 @@
 
 struct rb_rcpu {
 	uint64_t rpos;               /* start of the next sub-buffer to take */
+	uint64_t disc;               /* events_discarded of the last packet handed out */
+	uint64_t lost;               /* committed events we could not hand out */
 	int held;                    /* a discard-mode sub-buffer is out */
 	int done;                    /* salvage finished */
 };
@@ -51,17 +53,31 @@ int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
 	return 0;
 }
 
+/*
+ * How far back from the start of the open sub-buffer the ring can still
+ * hold whole sub-buffers, given the writers' position `pos`: the nsb
+ * sub-buffers up to the open one, the open one included. On a boundary (a flush closed the last sub-buffer and
+ * nothing was written since) no sub-buffer is open: the slot at `pos`
+ * still holds its previous lap, one more whole sub-buffer. Taking it then
+ * is safe: a writer that reopens the slot meanwhile makes our claim fail
+ * and counts the events as overwritten.
+ */
+static uint64_t whole_span(const struct ringtrace__rb *rb, uint64_t pos)
+{
+	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+	return (pos & rb->sb_mask) ? buf - sb : buf;
+}
+
 void rb_reader_seek_oldest(struct rb_reader *r)
 {
 	struct ringtrace__rb *rb = r->rb;
-	uint64_t sb = rb->sb_mask + 1, buf = rb->buf_mask + 1;
+	uint64_t sb = rb->sb_mask + 1;
 	for (uint32_t c = 0; c < rb->ncpus; c++) {
 		struct ringtrace__rb_percpu *pc = &rb->cpu[c];
 		uint64_t pos = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK;
 		uint64_t open = pos & ~rb->sb_mask;
-		/* The ring holds at most the nsb sub-buffers before the open one
-		 * (the open one included); the oldest not yet taken is next. */
-		uint64_t start = open >= buf - sb ? open - (buf - sb) : 0;
+		uint64_t span = whole_span(rb, pos);
+		uint64_t start = open >= span ? open - span : 0;
 		uint64_t rpos = open;
 		for (uint64_t p = start; p < open; p += sb) {
 			const struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, p)];
@@ -93,6 +109,43 @@ static uint64_t get64(const char *p)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
+}
+
+uint64_t rb_reader_cpu_lost(const struct rb_reader *r, uint32_t cpu)
+{
+	return cpu < r->rb->ncpus ? r->cpu[cpu].lost : 0;
+}
+
+uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb)
+{
+	/* Relaxed: partners of the writers' count_lost() adds; the slot
+	 * counts are acquire loads (rb_slot_events). */
+	uint64_t n = __atomic_load_n(&pc->ctl->lost_full, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&pc->ctl->lost_too_big, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&pc->ctl->lost_nocpu, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < nsb; k++)
+		n += rb_slot_events(&pc->slots[k]);
+	return n;
+}
+
+/*
+ * Keep a stream's events_discarded from going down. The writer that
+ * closes a packet stores the loss counters' sum at that moment, after its
+ * state commit: preempted there, it can store its sum after later packets
+ * were closed with smaller ones (more losses were counted meanwhile). And
+ * a salvaged packet gets the sum of the end (cut_copy()), while complete
+ * packets after it keep the sums of their close. A reader that took the
+ * difference would see a loss of nearly 2^64 events. The larger value is
+ * as true for the later packet (the losses were counted before it was
+ * handed out), so raise it.
+ */
+static void keep_discarded_monotonic(struct rb_rcpu *rc, char *p)
+{
+	uint64_t d = get64(p + RB_PKT_DISCARDED);
+	if (d < rc->disc)
+		memcpy(p + RB_PKT_DISCARDED, &rc->disc, 8);
+	else
+		rc->disc = d;
 }
 
 /* A packet header as written by open_packet/close_packet. */
@@ -163,7 +216,7 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 				r->st.corrupt++;
 				return -EBADMSG;
 			}
-			rc->rpos = ((pos & ~rb->sb_mask) - buf + sb) & RINGTRACE__POS_MASK;
+			rc->rpos = ((pos & ~rb->sb_mask) - whole_span(rb, pos)) & RINGTRACE__POS_MASK;
 			continue;
 		}
 		uint64_t rpos = rc->rpos;
@@ -193,7 +246,7 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			continue;
 		}
 		uint64_t events = rb_lap_events(s, ow);
-		const char *p = pc->data + (rpos & rb->buf_mask);
+		char *p = pc->data + (rpos & rb->buf_mask);
 		uint64_t len;
 		if (rb->mode == RINGTRACE__MODE_OVERWRITE) {
 			racy_copy(r->copy, p, sb);
@@ -215,10 +268,13 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 			 * packet header: the events in it cannot be read. */
 			r->st.corrupt++;
 			r->st.corrupt_events += events;
+			rc->lost += events;
 			if (rc->held)
 				rb_reader_put(r, cpu);
 			continue;
 		}
+		/* Ours alone: a private copy, or a sub-buffer we hold. */
+		keep_discarded_monotonic(rc, p);
 		pkt->data = p;
 		pkt->len = len;
 		pkt->events = events;
@@ -294,7 +350,7 @@ static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, v
 /* The private copy as a packet cut after `keep` bytes: sizes, end time
  * (if set_end), events discarded so far. */
 static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc, uint32_t cpu, size_t keep,
-		     uint64_t events, int set_end, uint64_t end_ts, struct rb_packet *pkt)
+		     uint64_t events, int set_end, uint64_t end_ts, int take, struct rb_packet *pkt)
 {
 	char *h = r->copy;
 	uint64_t v = keep * 8;
@@ -303,7 +359,12 @@ static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc,
 	if (set_end)
 		memcpy(h + 40, &end_ts, 8);
 	v = rb_cpu_discarded(pc->ctl);
-	memcpy(h + 72, &v, 8);
+	if (v < r->cpu[cpu].disc)
+		v = r->cpu[cpu].disc;
+	memcpy(h + RB_PKT_DISCARDED, &v, 8);
+	/* A peek takes nothing: the same records come again. */
+	if (take)
+		r->cpu[cpu].disc = v;
 	pkt->data = r->copy;
 	pkt->len = keep;
 	pkt->events = events;
@@ -358,6 +419,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			/* Its opener died before writing the header. */
 			r->st.corrupt++;
 			r->st.corrupt_events += committed_events;
+			rc->lost += committed_events;
 			continue;
 		}
 		if (last && done == used) {
@@ -374,11 +436,13 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			 * overwrite mode), so the first unwritten record reads
 			 * as a zero header; what follows it is lost. */
 			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
-			if (keep_events < committed_events)
+			if (keep_events < committed_events) {
 				r->st.crash_lost += committed_events - keep_events;
+				rc->lost += committed_events - keep_events;
+			}
 		}
 		cut_copy(r, pc, cpu, keep, keep_events, last || get64(r->copy + 40) < get64(r->copy + 32), end_ts,
-			 pkt);
+			 1, pkt);
 		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + pkt->events, __ATOMIC_RELAXED);
 		r->st.packets++;
@@ -463,6 +527,6 @@ int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, voi
 		return 0;
 	uint64_t events;
 	size_t keep = walk_records(r->copy, bound, fn, arg, &events);
-	cut_copy(r, pc, cpu, keep, events, 1, end_ts, pkt);
+	cut_copy(r, pc, cpu, keep, events, 1, end_ts, 0, pkt);
 	return 1;
 }

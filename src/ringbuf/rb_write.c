@@ -53,7 +53,11 @@ uint64_t ringtrace__clock_monotonic(void)
 
 uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl)
 {
+	/* Relaxed, partners of count_lost()'s adds: each counter only grows,
+	 * but two closers may store their sums out of order (see
+	 * rb_reader_get()). */
 	return __atomic_load_n(&ctl->lost_full, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&ctl->lost_overwrite, __ATOMIC_RELAXED) +
 	       __atomic_load_n(&ctl->lost_too_big, __ATOMIC_RELAXED) +
 	       __atomic_load_n(&ctl->lost_nocpu, __ATOMIC_RELAXED);
 }

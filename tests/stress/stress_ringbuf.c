@@ -13,9 +13,13 @@
  *     (thread, seq) is read twice;
  *   - timestamps rebuilt from 27-bit compact headers never go backwards;
  *   - each packet's event count equals the records in it;
+ *   - per CPU, each packet's events_discarded (a running total of every
+ *     event lost, overwritten ones included) never goes down and never
+ *     exceeds the events the writers had tried to write so far;
  * and at the end, exactly:
  *   failed reserves == lost_full + lost_too_big + lost_nocpu
- *   successful reserves == events read + lost_overwrite.
+ *   successful reserves == events read + lost_overwrite
+ *   per CPU: written (committed + dropped) == read + the last events_discarded.
  *
  * Usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T]
  *                       [--no-rseq] [--yield]
@@ -76,7 +80,8 @@ static void *writer_main(void *arg)
 	for (uint64_t seq = 0; seq < events_per_thread; seq++) {
 		struct ringtrace__wctx c;
 		if (!ringtrace__reserve(&c, &ev, 16)) {
-			w->failed++;
+			/* Relaxed: the reader bounds events_discarded with it. */
+			__atomic_store_n(&w->failed, w->failed + 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		uint32_t chk = check_of(w->tid, seq);
@@ -85,8 +90,11 @@ static void *writer_main(void *arg)
 		if (do_yield && (seq % 997) == 0)
 			sched_yield();
 		memcpy(c.payload + 12, &chk, 4);
+		/* Counted before the commit: a reader that sees the event's
+		 * loss (after the commit) sees it counted (both relaxed; the
+		 * commit's release orders them). */
+		__atomic_store_n(&w->ok, w->ok + 1, __ATOMIC_RELAXED);
 		ringtrace__commit(&c);
-		w->ok++;
 	}
 	atomic_fetch_add(&writers_done, 1);
 	return NULL;
@@ -96,6 +104,10 @@ static struct writer writers[MAX_THREADS];
 static uint64_t last_seq[MAX_THREADS][64];
 static uint8_t *seen[MAX_THREADS];
 static uint64_t events_read;
+/* Per CPU: events read, the last events_discarded seen (and whether any). */
+static uint64_t cpu_read[RB_MAX_CPUS];
+static uint64_t cpu_disc[RB_MAX_CPUS];
+static uint8_t cpu_has_disc[RB_MAX_CPUS];
 
 #define FAIL(...)                                        \
 	do {                                             \
@@ -127,10 +139,42 @@ static int payload_size(void *arg, uint32_t id, const char *p, size_t avail, siz
 	return 0;
 }
 
+/* Events the writers had tried to write (reserved or dropped) so far. */
+static uint64_t attempts_so_far(void)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < nthreads; i++)
+		n += __atomic_load_n(&writers[i].ok, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&writers[i].failed, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* A loss count of a stream only grows, and cannot count more than was
+ * written: a value that went down is what a reader turns into a loss of
+ * nearly 2^64 events. */
+static void check_discarded(const struct rb_packet *pkt)
+{
+	uint64_t disc;
+	memcpy(&disc, pkt->data + 72, 8);
+	uint32_t c = pkt->cpu;
+	if (cpu_has_disc[c] && disc < cpu_disc[c])
+		FAIL("cpu %u: events_discarded goes down from %llu to %llu\n", c,
+		     (unsigned long long)cpu_disc[c], (unsigned long long)disc);
+	/* A writer counts a drop in `failed` just after the ring counted it:
+	 * at most one such attempt per writer is not in the sum yet. */
+	uint64_t bound = attempts_so_far() + (uint64_t)nthreads;
+	if (disc > bound)
+		FAIL("cpu %u: events_discarded %llu exceeds the %llu events written so far\n", c,
+		     (unsigned long long)disc, (unsigned long long)bound);
+	cpu_disc[c] = disc;
+	cpu_has_disc[c] = 1;
+}
+
 static void check_packet(const struct rb_packet *pkt)
 {
 	const char *p = pkt->data;
 	uint64_t ts, ts_begin, ts_end;
+	check_discarded(pkt);
 	memcpy(&ts_begin, p + 32, 8);
 	memcpy(&ts_end, p + 40, 8);
 	ts = ts_begin;
@@ -213,6 +257,7 @@ static void check_packet(const struct rb_packet *pkt)
 		FAIL("cpu %u: packet says %llu events, holds %llu\n", pkt->cpu,
 		     (unsigned long long)pkt->events, (unsigned long long)n);
 	events_read += n;
+	cpu_read[pkt->cpu] += n;
 }
 
 static void drain(struct rb_reader *r, int slow)
@@ -331,6 +376,19 @@ int main(int argc, char **argv)
 	if (ok != events_read + lo)
 		FAIL("reserved %llu != read %llu + overwritten %llu\n", (unsigned long long)ok,
 		     (unsigned long long)events_read, (unsigned long long)lo);
+	/* Per stream: what the writers put in (events committed in its slots,
+	 * and those they dropped) is what a trace of it holds, its events and
+	 * its last events_discarded. */
+	for (uint32_t c = 0; c < rb->ncpus; c++) {
+		const struct ringtrace__rb_cpu *cc = rb->cpu[c].ctl;
+		uint64_t written = cc->lost_full + cc->lost_too_big + cc->lost_nocpu;
+		for (uint32_t k = 0; k < (1u << rb->nsb_shift); k++)
+			written += rb->cpu[c].slots[k].local_events + rb->cpu[c].slots[k].remote_events;
+		if (written != cpu_read[c] + cpu_disc[c])
+			FAIL("cpu %u: written %llu != read %llu + events_discarded %llu\n", c,
+			     (unsigned long long)written, (unsigned long long)cpu_read[c],
+			     (unsigned long long)cpu_disc[c]);
+	}
 	if (rs.corrupt)
 		FAIL("%llu sub-buffers failed validation\n", (unsigned long long)rs.corrupt);
 	if (events_read == 0)
