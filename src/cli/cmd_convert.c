@@ -107,13 +107,8 @@ static int sink_open(struct sink *s, const char *path)
 	}
 	char why[512];
 	s->path = path;
-	int k = outfile_open(&s->of, path, out_flags, 0666, why, sizeof(why));
-	if (k == 0 && !(s->f = outdir_tmp_fdopen(&s->of.t, "w"))) {
-		k = -errno;
-		snprintf(why, sizeof(why), "%s", strerror(errno));
-		outfile_abort(&s->of);
-	}
-	if (k < 0) {
+	s->f = outfile_fopen(&s->of, path, out_flags, why, sizeof(why));
+	if (!s->f) {
 		fprintf(stderr, PFX "cannot create '%s': %s\n", path, why);
 		ctf_buf_free(&s->b);
 		return -1;

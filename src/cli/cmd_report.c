@@ -1139,13 +1139,8 @@ int cmd_report(int argc, char **argv)
 	FILE *o = stdout;
 	char why[512];
 	if (out) {
-		int k = outfile_open(&of, out, out_flags, 0666, why, sizeof(why));
-		if (k == 0 && !(o = outdir_tmp_fdopen(&of.t, "w"))) {
-			snprintf(why, sizeof(why), "%s", strerror(errno));
-			outfile_abort(&of);
-			k = -1;
-		}
-		if (k < 0) {
+		o = outfile_fopen(&of, out, out_flags, why, sizeof(why));
+		if (!o) {
 			fprintf(stderr, PFX "cannot write '%s': %s\n", out, why);
 			report_free(&r);
 			return 2;

@@ -429,18 +429,12 @@ static int write_bin(const char *path, const struct stack_files *f, unsigned out
 {
 	struct outfile of;
 	char why[512];
-	FILE *out = NULL;
-	int r = outfile_open(&of, path, out_flags, 0666, why, sizeof(why));
-	if (r == 0 && !(out = outdir_tmp_fdopen(&of.t, "wb"))) {
-		snprintf(why, sizeof(why), "%s", strerror(errno));
-		outfile_abort(&of);
-		r = -1;
-	}
-	if (r < 0) {
+	FILE *out = outfile_fopen(&of, path, out_flags, why, sizeof(why));
+	if (!out) {
 		fprintf(stderr, PFX "cannot create '%s': %s\n", path, why);
 		return -1;
 	}
-	r = stackmap_print_bin(out, f->stacks, f->nstacks);
+	int r = stackmap_print_bin(out, f->stacks, f->nstacks);
 	if (r < 0)
 		outfile_abort(&of);
 	else

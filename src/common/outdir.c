@@ -312,6 +312,18 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, mode_t mod
 	return 0;
 }
 
+FILE *outfile_fopen(struct outfile *o, const char *path, unsigned flags, char *err, size_t errlen)
+{
+	if (outfile_open(o, path, flags, 0666, err, errlen) < 0)
+		return NULL;
+	FILE *f = outdir_tmp_fdopen(&o->t, "w");
+	if (!f) {
+		fail(errno, err, errlen, strerror(errno));
+		outfile_abort(o);
+	}
+	return f;
+}
+
 int outfile_commit(struct outfile *o, int sync)
 {
 	int r = 0;

@@ -91,6 +91,10 @@ struct outfile {
 
 /* 0, or -errno with the reason in err; nothing to clean up then. */
 int outfile_open(struct outfile *o, const char *path, unsigned flags, mode_t mode, char *err, size_t errlen);
+/* outfile_open() with a stdio stream on the file, mode 0666 (less the
+ * umask); the stream belongs to o. NULL with the reason in err (nothing to
+ * clean up then). */
+FILE *outfile_fopen(struct outfile *o, const char *path, unsigned flags, char *err, size_t errlen);
 /* See outdir_tmp_commit(); closes the directory too. */
 int outfile_commit(struct outfile *o, int sync);
 /* Nothing replaced, nothing left. Idempotent. */
