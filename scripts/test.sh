@@ -95,6 +95,9 @@ stress() {
 		check "$tag stress $mode rseq-or-default" timeout 600 "$bin" --mode "$mode" --events "$events"
 		check "$tag stress $mode atomic+yield" timeout 600 "$bin" --mode "$mode" --events "$events" --no-rseq --yield
 		check "$tag stress $mode yield" timeout 600 "$bin" --mode "$mode" --events "$events" --yield
+		# rseq with a clock read outside the critical sections.
+		check "$tag stress $mode monotonic clock, rseq-or-default, yield" timeout 600 "$bin" --mode "$mode" \
+			--events "$events" --clock monotonic --yield
 	done
 }
 

@@ -22,7 +22,10 @@
  *   per CPU: written (committed + dropped) == read + the last events_discarded.
  *
  * Usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T]
- *                       [--no-rseq] [--yield]
+ *                       [--no-rseq] [--yield] [--clock tsc|monotonic]
+ * With --clock monotonic the rseq path reads the clock outside its critical
+ * sections (ringtrace__rseq_reserve_any()): the timestamp order above is
+ * what that path must keep.
  * Runs under TSan in CI (the TSan build always takes the atomic path).
  */
 #include <errno.h>
@@ -288,6 +291,7 @@ static int parse_mode(const char *s)
 int main(int argc, char **argv)
 {
 	int mode = RINGTRACE__MODE_DISCARD, no_rseq = 0;
+	uint32_t clock = RINGTRACE__CLOCK_TSC;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
 			mode = parse_mode(argv[++i]);
@@ -295,12 +299,16 @@ int main(int argc, char **argv)
 			events_per_thread = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--clock") && i + 1 < argc && !strcmp(argv[i + 1], "tsc"))
+			clock = RINGTRACE__CLOCK_TSC, i++;
+		else if (!strcmp(argv[i], "--clock") && i + 1 < argc && !strcmp(argv[i + 1], "monotonic"))
+			clock = RINGTRACE__CLOCK_MONOTONIC, i++;
 		else if (!strcmp(argv[i], "--no-rseq"))
 			no_rseq = 1;
 		else if (!strcmp(argv[i], "--yield"))
 			do_yield = 1;
 		else {
-			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield]\n");
+			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield] [--clock tsc|monotonic]\n");
 			return 2;
 		}
 	}
@@ -312,7 +320,7 @@ int main(int argc, char **argv)
 	p.sb_size = 4096;
 	p.nsb = 4;
 	p.mode = (uint32_t)mode;
-	p.clock = RINGTRACE__CLOCK_TSC;
+	p.clock = clock;
 	p.reg_size = 4096;
 	memset(p.uuid, 0x5a, sizeof(p.uuid));
 	uint64_t size;
@@ -365,8 +373,9 @@ int main(int argc, char **argv)
 	}
 	struct rb_reader_stats rs;
 	rb_reader_stats(r, &rs);
-	printf("mode %s, %s, %d threads x %llu: written %llu, read %llu, lost: full %llu overwritten %llu too-big %llu no-cpu %llu; torn copies %llu\n",
-	       mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic", nthreads,
+	printf("mode %s, %s, clock %s, %d threads x %llu: written %llu, read %llu, lost: full %llu overwritten %llu too-big %llu no-cpu %llu; torn copies %llu\n",
+	       mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic",
+	       rb->clock_tsc ? "tsc" : "monotonic", nthreads,
 	       (unsigned long long)events_per_thread, (unsigned long long)(ok + failed),
 	       (unsigned long long)events_read, (unsigned long long)lf, (unsigned long long)lo,
 	       (unsigned long long)lt, (unsigned long long)ln, (unsigned long long)rs.torn);
@@ -393,8 +402,9 @@ int main(int argc, char **argv)
 		FAIL("%llu sub-buffers failed validation\n", (unsigned long long)rs.corrupt);
 	if (events_read == 0)
 		FAIL("nothing was read\n");
-	printf("%s - stress %s %s: written == read + lost, no corruption, order kept\n",
-	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic");
+	printf("%s - stress %s %s %s: written == read + lost, no corruption, order kept\n",
+	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic",
+	       rb->clock_tsc ? "tsc" : "monotonic");
 	rb_reader_free(r);
 	return failures ? 1 : 0;
 }
