@@ -158,6 +158,9 @@ fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
 fi
+if [ -x tests/e2e/rseq_clock.sh ]; then
+	suite "rseq on the monotonic clock: used, in order, accounted for (gcc build)" tests/e2e/rseq_clock.sh build
+fi
 if [ -x tests/e2e/losses.sh ]; then
 	suite "every loss counted: disk full, overwrite mode, flight recorder (gcc build)" tests/e2e/losses.sh build
 fi
