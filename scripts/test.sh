@@ -213,6 +213,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
 		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
+		[ -x tests/e2e/rseq_clock.sh ] && suite "rseq on the monotonic clock (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/rseq_clock.sh build-asan
 		# The command under ASan; the other user's programs from the plain build.
 		[ -x tests/e2e/sec_ctl.sh ] && suite "other users' control blocks (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 SEC_PROGS_BUILD=build tests/e2e/sec_ctl.sh build-asan
