@@ -14,7 +14,10 @@
 #   bench/rseq_clock.sh [BUILD_DIR]     (after `make`)
 #
 # Environment: BENCH_ITERS (loop length, default 10000000), BENCH_ROUNDS
-# (default 3). Figures are reported, never asserted.
+# (default 3), BENCH_OLD=BUILD_DIR of an older checkout (built with make and
+# bench/build.sh): its bench_tp under its own recorder on the monotonic
+# clock, as one more variant ("old-mono"). Figures are reported, never
+# asserted.
 set -u
 exec </dev/null
 BUILD=${1:-build}
@@ -33,19 +36,24 @@ echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $
 	"clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null);" \
 	"commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
 
+OLD=${BENCH_OLD:-}
+[ -z "$OLD" ] || [ -x "$OLD/bench/bench_tp" ] || { echo "rseq_clock: no $OLD/bench/bench_tp" >&2; exit 1; }
+VARIANTS="mono-atomic mono-rseq tsc-rseq${OLD:+ old-mono}"
+
 # run VARIANT CLOCK NORSEQ MODES: one recording; result lines tagged.
 run() {
-	local var=$1 clock=$2 norseq=$3 modes=$4 labels
+	local var=$1 clock=$2 norseq=$3 modes=$4 labels rt=$RT tp=$TP
+	[ "$var" = old-mono ] && rt=$OLD/bin/ringtrace tp=$OLD/bench/bench_tp
 	labels=$(echo "$modes" | tr ',' '\n' | sed "s/^/$var:/" | paste -sd,)
 	rm -rf "$TMP/trace"
-	RINGTRACE_CLOCK=$clock RINGTRACE_NO_RSEQ=$norseq taskset -c 1 "$RT" record -o "$TMP/trace" \
-		--mode overwrite -- "$TP" "$modes" --iters "$ITERS" --label "$labels" >"$TMP/out" 2>"$TMP/err"
+	RINGTRACE_CLOCK=$clock RINGTRACE_NO_RSEQ=$norseq taskset -c 1 "$rt" record -o "$TMP/trace" \
+		--mode overwrite -- "$tp" "$modes" --iters "$ITERS" --label "$labels" >"$TMP/out" 2>"$TMP/err"
 	sed -n "s/^info ringtrace_session /session $var /p" "$TMP/out" >>"$RES"
 	grep '^result ' "$TMP/out" >>"$RES"
 }
 
 for ((i = 0; i < ROUNDS; i++)); do
-	for spec in "mono-atomic monotonic 1" "mono-rseq monotonic 0" "tsc-rseq tsc 0"; do
+	for spec in "mono-atomic monotonic 1" "mono-rseq monotonic 0" "tsc-rseq tsc 0" ${OLD:+"old-mono monotonic 0"}; do
 		set -- $spec
 		run "$1" "$2" "$3" enabled,rdtsc,clock_gettime
 		run "$1" "$2" "$3" enabled2
@@ -65,9 +73,9 @@ function med(k,   m, i, j, t, y) {
 }
 END {
 	printf "%-12s %-72s %9s %9s %8s %9s %9s\n", "variant", "session (clock, path)", "1t ns", "2t ns", "x rdtsc", "x clk_get", "vs atomic"
-	split("mono-atomic mono-rseq tsc-rseq", vs, " ")
+	nv = split("'"$VARIANTS"'", vs, " ")
 	base = med("mono-atomic" SUBSEP "enabled")
-	for (i = 1; i <= 3; i++) {
+	for (i = 1; i <= nv; i++) {
 		v = vs[i]
 		e = med(v SUBSEP "enabled"); e2 = med(v SUBSEP "enabled2")
 		r = med(v SUBSEP "rdtsc"); c = med(v SUBSEP "clock_gettime")
