@@ -454,9 +454,8 @@ abort:
 
 /*
  * ringtrace__rseq_reserve() for a clock that cannot be read inside a
- * critical section (CLOCK_MONOTONIC through the vDSO: a call, and a
- * restart in the middle of it would be harmless but the section cannot
- * span code outside it). Same contract and returns; `expect` must have
+ * critical section (CLOCK_MONOTONIC through the vDSO: a call into code
+ * that a section cannot contain). Same contract and returns; `expect` must have
  * been loaded from *state, and `ref` from the CPU's last_ts, before the
  * call. The clock is read between that load and the section:
  *
