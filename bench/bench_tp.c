@@ -26,10 +26,15 @@ static int bench_tracing_on(void)
 static void bench_info(void)
 {
 	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
+	/* The path an event without a stack takes: the inline rseq path with
+	 * the TSC read inside its critical section, the inline rseq path with
+	 * the clock read before it, or the atomic fallback. */
+	const char *path = !rb ? "" : !rb->fast_any ? (rb->use_rseq ? "slow-rseq" : "atomic")
+				     : rb->clock_tsc ? "rseq-tsc-in-section" : "rseq-clock-before-section";
 	if (rb)
-		printf("info ringtrace_session rseq=%d clock=%s mode=%s\n", rb->use_rseq,
+		printf("info ringtrace_session rseq=%d clock=%s mode=%s path=%s\n", rb->use_rseq,
 		       rb->clock_tsc ? "tsc" : "monotonic",
-		       rb->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard");
+		       rb->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard", path);
 }
 
 int main(int argc, char **argv)

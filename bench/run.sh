@@ -148,6 +148,13 @@ if [ $have_tp = 1 ]; then
 		rec enabled_1t_discard discard enabled,rdtsc enabled_1t_discard,enabled_1t_discard_rdtsc
 		RINGTRACE_NO_RSEQ=1 rec enabled_1t_norseq overwrite enabled,rdtsc \
 			enabled_1t_norseq,enabled_1t_norseq_rdtsc
+		# The clock forced to CLOCK_MONOTONIC: rseq with the clock read
+		# before the section, and the atomic fallback (bench/rseq_clock.sh
+		# for the A/B with more rounds).
+		RINGTRACE_CLOCK=monotonic rec enabled_1t_mono overwrite enabled,rdtsc \
+			enabled_1t_mono,enabled_1t_mono_rdtsc
+		RINGTRACE_CLOCK=monotonic RINGTRACE_NO_RSEQ=1 rec enabled_1t_mono_norseq overwrite enabled,rdtsc \
+			enabled_1t_mono_norseq,enabled_1t_mono_norseq_rdtsc
 		rec enabled_1t_paused overwrite enabled,rdtsc enabled_1t_paused,enabled_1t_paused_rdtsc pause
 		rec enabled_2t_paused overwrite enabled2 enabled_2t_paused pause
 	fi
@@ -256,6 +263,8 @@ END {
 	row("enabled, 16-byte string (15 chars + NUL) [1]", "str16", "lttng_str16")
 	row("enabled, 1 thread, discard, recorder reading [2]", "enabled_1t_discard", "lttng_enabled_1t_discard")
 	row("enabled, 1 thread, atomic fallback (no rseq) [1]", "enabled_1t_norseq", "")
+	row("enabled, 1 thread, CLOCK_MONOTONIC, rseq [1]", "enabled_1t_mono", "")
+	row("enabled, 1 thread, CLOCK_MONOTONIC, atomic fallback [1]", "enabled_1t_mono_norseq", "")
 	row("enabled, 1 thread, recorder paused [3]", "enabled_1t_paused", "")
 	row("enabled, 2 threads, per thread, recorder paused [3]", "enabled_2t_paused", "")
 	print "  [1] ringtrace: `ringtrace record --mode overwrite`, recorder pinned to CPU 1 (it"
@@ -266,14 +275,18 @@ END {
 	print "  [3] overwrite mode, recorder stopped (SIGSTOP) while the program runs: the writer alone."
 	print "  2-thread rows: x rdtsc is / the rdtsc loop run on two threads (another process)."
 	print "  ringtrace recorder summaries:"
-	split("enabled_1t enabled_2t str16 enabled_1t_discard enabled_1t_norseq enabled_1t_paused enabled_2t_paused", tags, " ")
+	split("enabled_1t enabled_2t str16 enabled_1t_discard enabled_1t_norseq enabled_1t_mono enabled_1t_mono_norseq enabled_1t_paused enabled_2t_paused", tags, " ")
 	for (i = 1; i in tags; i++)
 		if ((tags[i] "_recorder") in info)
 			printf "    %-20s %s\n", tags[i], info[tags[i] "_recorder"]
 	if (has("lttng_discard_lost"))
 		printf "    %-20s %s\n", "LTTng-UST discard", v["lttng_discard_lost"] " events discarded"
-	if ("enabled_1t_session" in info)
-		printf "  ringtrace session: %s; fallback run: %s\n", info["enabled_1t_session"], info["enabled_1t_norseq_session"]
+	# The clock and the path each run used (bench_tp prints them).
+	print "  ringtrace sessions (clock and path of each run):"
+	split("enabled_1t enabled_2t str16 enabled_1t_discard enabled_1t_norseq enabled_1t_mono enabled_1t_mono_norseq enabled_1t_paused enabled_2t_paused", tags, " ")
+	for (i = 1; i in tags; i++)
+		if ((tags[i] "_session") in info)
+			printf "    %-22s %s\n", tags[i], info[tags[i] "_session"]
 	print ""
 	print "Derived"
 	d = (has("disabled") && has("empty")) ? v["disabled"] - v["empty"] : ""
@@ -288,6 +301,7 @@ END {
 	printf "  %-54s %s\n", "  rdtsc loop (what the machine loses)", ratio("rdtsc_2t", "rdtsc")
 	printf "  %-54s %s\n", "LTTng-UST / ringtrace, enabled 1 thread", ratio("lttng_enabled_1t", "enabled_1t")
 	printf "  %-54s %s\n", "atomic fallback / rseq path, 1 thread", ratio("enabled_1t_norseq", "enabled_1t")
+	printf "  %-54s %s\n", "  on CLOCK_MONOTONIC", ratio("enabled_1t_mono_norseq", "enabled_1t_mono")
 	printf "  %-54s %s\n", "recorder reading / paused, 1 thread", ratio("enabled_1t", "enabled_1t_paused")
 	print ""
 	print "On disk and to disk"

@@ -95,6 +95,9 @@ stress() {
 		check "$tag stress $mode rseq-or-default" timeout 600 "$bin" --mode "$mode" --events "$events"
 		check "$tag stress $mode atomic+yield" timeout 600 "$bin" --mode "$mode" --events "$events" --no-rseq --yield
 		check "$tag stress $mode yield" timeout 600 "$bin" --mode "$mode" --events "$events" --yield
+		# rseq with a clock read outside the critical sections.
+		check "$tag stress $mode monotonic clock, rseq-or-default, yield" timeout 600 "$bin" --mode "$mode" \
+			--events "$events" --clock monotonic --yield
 	done
 }
 
@@ -155,6 +158,9 @@ fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
 fi
+if [ -x tests/e2e/rseq_clock.sh ]; then
+	suite "rseq on the monotonic clock: used, in order, accounted for (gcc build)" tests/e2e/rseq_clock.sh build
+fi
 if [ -x tests/e2e/losses.sh ]; then
 	suite "every loss counted: disk full, overwrite mode, flight recorder (gcc build)" tests/e2e/losses.sh build
 fi
@@ -207,6 +213,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
 		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
+		[ -x tests/e2e/rseq_clock.sh ] && suite "rseq on the monotonic clock (asan build)" \
+			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/rseq_clock.sh build-asan
 		# The command under ASan; the other user's programs from the plain build.
 		[ -x tests/e2e/sec_ctl.sh ] && suite "other users' control blocks (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 SEC_PROGS_BUILD=build tests/e2e/sec_ctl.sh build-asan

@@ -47,7 +47,9 @@
 extern "C" {
 #endif
 
-#define RINGTRACE_ABI_VERSION 3
+/* 4: struct ringtrace__rb grew `fast_any` (the offset of its cpu[] moved),
+ * and the inline path runs with any clock. */
+#define RINGTRACE_ABI_VERSION 4
 
 #define RINGTRACE__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RINGTRACE__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -208,8 +210,16 @@ struct ringtrace__rb {
 	 * path is for events without a suffix only.
 	 */
 	uint32_t stacks;
-	uint32_t fast;               /* use_rseq && !stacks: the inline path may run */
+	/* use_rseq && !stacks && clock_tsc: the inline path may read the TSC
+	 * inside its critical section. Objects built against ABI 3 test only
+	 * this flag, so it never goes up for a region on another clock. */
+	uint32_t fast;
 	void *stk;                   /* the library's stack capture state, or NULL */
+	/* use_rseq && !stacks, whatever the clock: the inline path may run
+	 * (ABI 4). With the TSC it reads it inside the section; with any
+	 * other clock before it (ringtrace__rseq_reserve_any()). */
+	uint32_t fast_any;
+	uint32_t pad;
 	struct ringtrace__rb_percpu cpu[];
 };
 
@@ -412,6 +422,76 @@ overflow:
 	return 2;
 }
 
+/*
+ * If still on `cpu` and *state == expect: store newv into *state (the
+ * commit). Returns 0 on commit, 1 when preempted, migrated, signalled or
+ * the state moved. The section of ringtrace__rseq_reserve_any().
+ */
+RINGTRACE__INLINE int ringtrace__rseq_cmpstore(uint64_t *state, uint64_t expect, uint64_t newv, int32_t cpu)
+{
+	__asm__ __volatile__ goto(
+		RINGTRACE__RSEQ_CS(1, 2, 4)
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %%fs:8(%[off])\n\t"
+		"1:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jnz %l[abort]\n\t"
+		"cmpq %[expect], %[v]\n\t"
+		"jnz %l[abort]\n\t"
+		"movq %[newv], %[v]\n\t"
+		"2:\n\t"
+		RINGTRACE__RSEQ_ABORT(abort)
+		:
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [v] "m"(*state),
+		  [expect] "r"(expect), [newv] "r"(newv)
+		: "memory", "cc", "rax"
+		: abort);
+	return 0;
+abort:
+	ringtrace__rseq_clear();
+	return 1;
+}
+
+/*
+ * ringtrace__rseq_reserve() for a clock that cannot be read inside a
+ * critical section (CLOCK_MONOTONIC through the vDSO: a call into code
+ * that a section cannot contain). Same contract and returns; `expect` must have
+ * been loaded from *state, and `ref` from the CPU's last_ts, before the
+ * call. The clock is read between that load and the section:
+ *
+ *   - a commit on this CPU after our load of the state changes the state
+ *     word (its position only grows), so our section fails and we retry;
+ *   - a commit before our load read its clock before its own store (the
+ *     store retires after the clock read, on one CPU or across a context
+ *     switch, which serialises), and that store is visible to our load, so
+ *     it happened before our clock read: vDSO clock_gettime on the tsc and
+ *     kvm-clock clocksources reads the TSC with rdtsc_ordered() (lfence;
+ *     rdtsc, or rdtscp), which waits for our earlier load, and a clock
+ *     that falls back to a system call is serialised by it. CLOCK_MONOTONIC
+ *     never goes back between causally ordered reads, on any CPU, so our
+ *     timestamp is >= that of every record before ours in the buffer.
+ *
+ * The clamp to `ref` (a timestamp <= the CPU's last record's) keeps that
+ * order even if the clock broke its promise, at the cost of a timestamp
+ * too late by the size of the break; docs/design.md bounds the error.
+ */
+RINGTRACE__INLINE int ringtrace__rseq_reserve_any(uint64_t *state, uint64_t expect, uint64_t newv,
+						  uint64_t ref, uint64_t limit, uint64_t *ret_ts, int32_t cpu)
+{
+	/* The caller's loads of the state and of `ref` stay before the clock
+	 * read (the compiler's side; the CPU's is the clock's own ordering). */
+	RINGTRACE__BARRIER();
+	uint64_t ts = ringtrace__clock_monotonic();
+	if (RINGTRACE__UNLIKELY(ts < ref))
+		ts = ref;
+	if (RINGTRACE__UNLIKELY(ts - ref >= limit))
+		return 2;
+	if (RINGTRACE__UNLIKELY(ringtrace__rseq_cmpstore(state, expect, newv, cpu) != 0))
+		return 1;
+	*ret_ts = ts;
+	return 0;
+}
+
 typedef long long ringtrace__v2di __attribute__((vector_size(16)));
 
 /*
@@ -487,7 +567,7 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
-	if (RINGTRACE__LIKELY(rb->fast && !__atomic_load_n(&d->flags, __ATOMIC_RELAXED) && tid != 0 &&
+	if (RINGTRACE__LIKELY(rb->fast_any && !__atomic_load_n(&d->flags, __ATOMIC_RELAXED) && tid != 0 &&
 			      id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
 		int32_t cpu = ringtrace__rseq_cpu();
 		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
@@ -504,11 +584,15 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 			if (RINGTRACE__LIKELY(in != 0 && in + need <= rb->sb_mask)) {
 				uint64_t ts;
 				uint64_t ref = __atomic_load_n(&ctl->last_ts, __ATOMIC_RELAXED);
-				if (RINGTRACE__LIKELY(ringtrace__rseq_reserve(
-							      &ctl->state, st,
-							      (pos + need) | ((uint64_t)tid << RINGTRACE__POS_BITS),
-							      ref, UINT64_C(1) << RINGTRACE__TS_BITS, &ts,
-							      cpu) == 0)) {
+				uint64_t newv = (pos + need) | ((uint64_t)tid << RINGTRACE__POS_BITS);
+				int r;
+				if (RINGTRACE__LIKELY(rb->clock_tsc))
+					r = ringtrace__rseq_reserve(&ctl->state, st, newv, ref,
+								    UINT64_C(1) << RINGTRACE__TS_BITS, &ts, cpu);
+				else
+					r = ringtrace__rseq_reserve_any(&ctl->state, st, newv, ref,
+									UINT64_C(1) << RINGTRACE__TS_BITS, &ts, cpu);
+				if (RINGTRACE__LIKELY(r == 0)) {
 					/* Conservative: never newer than the last record of
 					 * this CPU (pairs with the load of `ref`). */
 					__atomic_store_n(&ctl->last_ts, ts, __ATOMIC_RELAXED);

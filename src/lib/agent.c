@@ -140,11 +140,13 @@ int agent_rseq_usable(const struct ringtrace__rb *rb)
 	const char *no = getenv("RINGTRACE_NO_RSEQ");
 	if (no && *no && strcmp(no, "0") != 0)
 		return 0;
-	/* The critical sections read the clock with rdtsc, and commit with
+	/* Any clock: the TSC is read inside the critical sections, another
+	 * clock before them (ringtrace__rseq_reserve_any()). The commit is
 	 * one 16-byte store, which x86 makes atomic only on AVX processors
 	 * (a reader could otherwise see the byte count before the event
 	 * count). */
-	if (!rb->clock_tsc || __rseq_size < 20)
+	(void)rb;
+	if (__rseq_size < 20)
 		return 0;
 	/* We may run from a constructor, before libgcc's own: its CPU model
 	 * must be filled in first or every feature reads as absent. */

@@ -45,7 +45,10 @@ struct rb_params {
 static inline void rb_set_rseq(struct ringtrace__rb *rb, int on)
 {
 	rb->use_rseq = on;
-	rb->fast = (uint32_t)(on && !rb->stacks);
+	rb->fast_any = (uint32_t)(on && !rb->stacks);
+	/* Never for another clock: objects of ABI 3 read the TSC inside
+	 * the section whenever this is set. */
+	rb->fast = (uint32_t)(rb->fast_any && rb->clock_tsc);
 }
 
 /*

@@ -107,17 +107,23 @@ static void commit_any(struct ringtrace__wctx *c, uint32_t bytes, uint32_t event
 }
 
 /*
- * Move the state word from `expect` to `newv` if nothing moved it, reading
- * the clock in between; 0 on success, 1 to retry, 2 when the time since
- * `ref` needs an extended header.
+ * Move the state word from `expect` (loaded by the caller before this
+ * call) to `newv` if nothing moved it, reading the clock in between; 0 on
+ * success, 1 to retry, 2 when the time since `ref` needs an extended
+ * header. With rseq, the sections of ringtrace-abi.h: the TSC read inside,
+ * any other clock read before (ringtrace__rseq_reserve_any() says why the
+ * order holds); without, a CAS.
  */
 static int state_commit(struct ringtrace__rb *rb, int32_t cpu, uint64_t expect, uint64_t newv,
 			uint64_t ref, uint64_t limit, uint64_t *ts)
 {
 	struct ringtrace__rb_cpu *ctl = rb->cpu[cpu].ctl;
 #if RINGTRACE__RSEQ
-	if (rb->use_rseq && rb->clock_tsc)
-		return ringtrace__rseq_reserve(&ctl->state, expect, newv, ref, limit, ts, cpu);
+	if (rb->use_rseq) {
+		if (rb->clock_tsc)
+			return ringtrace__rseq_reserve(&ctl->state, expect, newv, ref, limit, ts, cpu);
+		return ringtrace__rseq_reserve_any(&ctl->state, expect, newv, ref, limit, ts, cpu);
+	}
 #endif
 	/* The clock is read after the state load (lfence orders rdtsc after
 	 * it): a successful CAS then means no record was committed between our
@@ -421,7 +427,11 @@ static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int interna
 			return 0;
 		}
 		uint64_t newv = ((next + need) & RINGTRACE__POS_MASK) | ((uint64_t)tid << RINGTRACE__POS_BITS);
-		if (state_commit(rb, cpu, st, newv, 0, ~UINT64_C(0), &ts) != 0)
+		/* No limit (the packet header holds the full time), but the
+		 * CPU's last time as the floor of a clock read outside a
+		 * section. */
+		uint64_t last = __atomic_load_n(&pc->ctl->last_ts, __ATOMIC_RELAXED);
+		if (state_commit(rb, cpu, st, newv, last, ~UINT64_C(0), &ts) != 0)
 			continue;
 		__atomic_store_n(&pc->ctl->last_ts, ts, __ATOMIC_RELAXED);
 		c->cpu = (uint32_t)cpu;

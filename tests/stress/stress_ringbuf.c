@@ -6,7 +6,8 @@
  * real inline fast path (rseq) or the atomic fallback; some yield between
  * reserve and commit so that they are preempted or migrate with a record in
  * flight. The reader decodes every packet and checks:
- *   - every record's checksum (no corruption);
+ *   - every record's checksum (no corruption), which covers the high bits
+ *     of the time the writer was given: the reader rebuilds that time;
  *   - the tid in the payload equals the thread the stream's last
  *     ringtrace:thread record named (attribution is exact);
  *   - per thread and CPU, sequence numbers strictly increase, and no
@@ -22,7 +23,10 @@
  *   per CPU: written (committed + dropped) == read + the last events_discarded.
  *
  * Usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T]
- *                       [--no-rseq] [--yield]
+ *                       [--no-rseq] [--yield] [--clock tsc|monotonic]
+ * With --clock monotonic the rseq path reads the clock outside its critical
+ * sections (ringtrace__rseq_reserve_any()): the timestamp order above is
+ * what that path must keep.
  * Runs under TSan in CI (the TSan build always takes the atomic path).
  */
 #include <errno.h>
@@ -67,6 +71,15 @@ static uint32_t check_of(uint32_t tid, uint64_t seq)
 	return (uint32_t)(h * 0x94d049bb133111ebull >> 32);
 }
 
+/* The bits of a timestamp above those of a compact header: the writer
+ * folds those of the time it was given into the checksum, so that a
+ * record whose time the reader rebuilds wrong (a compact header after a
+ * later time reads as a 2^27 wrap, not as a step back) fails it. */
+static uint32_t ts_fold(uint64_t ts)
+{
+	return (uint32_t)(ts >> RINGTRACE__TS_BITS) ^ (uint32_t)(ts >> (RINGTRACE__TS_BITS + 32));
+}
+
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
@@ -84,7 +97,7 @@ static void *writer_main(void *arg)
 			__atomic_store_n(&w->failed, w->failed + 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		uint32_t chk = check_of(w->tid, seq);
+		uint32_t chk = check_of(w->tid, seq) ^ ts_fold(c.ts);
 		memcpy(c.payload, &w->tid, 4);
 		memcpy(c.payload + 4, &seq, 8);
 		if (do_yield && (seq % 997) == 0)
@@ -104,6 +117,12 @@ static struct writer writers[MAX_THREADS];
 static uint64_t last_seq[MAX_THREADS][64];
 static uint8_t *seen[MAX_THREADS];
 static uint64_t events_read;
+/* Events read with an extended header: one is needed only after a gap of
+ * 2^27 clock ticks on a CPU (or when the CPU's last_ts lags), so few. A
+ * writer whose clock and critical section disagree (a TSC read inside the
+ * section against a buffer on CLOCK_MONOTONIC) overflows on every event
+ * and falls back to an extended header through the slow path. */
+static uint64_t events_ext;
 /* Per CPU: events read, the last events_discarded seen (and whether any). */
 static uint64_t cpu_read[RB_MAX_CPUS];
 static uint64_t cpu_disc[RB_MAX_CPUS];
@@ -231,8 +250,12 @@ static void check_packet(const struct rb_packet *pkt)
 		memcpy(&chk, p + off + hl + 12, 4);
 		off += hl + 16;
 		n++;
-		if (chk != check_of(tid, seq)) {
-			FAIL("cpu %u: corrupt record tid %u seq %llu\n", pkt->cpu, tid, (unsigned long long)seq);
+		if (hl == 13)
+			events_ext++;
+		if (chk != (check_of(tid, seq) ^ ts_fold(t))) {
+			FAIL("cpu %u: corrupt record tid %u seq %llu, or its time %llu rebuilt wrong (written with high bits %#x)\n",
+			     pkt->cpu, tid, (unsigned long long)seq, (unsigned long long)t,
+			     chk ^ check_of(tid, seq));
 			continue;
 		}
 		if (tid != cur_tid)
@@ -288,6 +311,7 @@ static int parse_mode(const char *s)
 int main(int argc, char **argv)
 {
 	int mode = RINGTRACE__MODE_DISCARD, no_rseq = 0;
+	uint32_t clock = RINGTRACE__CLOCK_TSC;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
 			mode = parse_mode(argv[++i]);
@@ -295,12 +319,16 @@ int main(int argc, char **argv)
 			events_per_thread = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--clock") && i + 1 < argc && !strcmp(argv[i + 1], "tsc"))
+			clock = RINGTRACE__CLOCK_TSC, i++;
+		else if (!strcmp(argv[i], "--clock") && i + 1 < argc && !strcmp(argv[i + 1], "monotonic"))
+			clock = RINGTRACE__CLOCK_MONOTONIC, i++;
 		else if (!strcmp(argv[i], "--no-rseq"))
 			no_rseq = 1;
 		else if (!strcmp(argv[i], "--yield"))
 			do_yield = 1;
 		else {
-			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield]\n");
+			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield] [--clock tsc|monotonic]\n");
 			return 2;
 		}
 	}
@@ -312,7 +340,7 @@ int main(int argc, char **argv)
 	p.sb_size = 4096;
 	p.nsb = 4;
 	p.mode = (uint32_t)mode;
-	p.clock = RINGTRACE__CLOCK_TSC;
+	p.clock = clock;
 	p.reg_size = 4096;
 	memset(p.uuid, 0x5a, sizeof(p.uuid));
 	uint64_t size;
@@ -365,11 +393,13 @@ int main(int argc, char **argv)
 	}
 	struct rb_reader_stats rs;
 	rb_reader_stats(r, &rs);
-	printf("mode %s, %s, %d threads x %llu: written %llu, read %llu, lost: full %llu overwritten %llu too-big %llu no-cpu %llu; torn copies %llu\n",
-	       mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic", nthreads,
+	printf("mode %s, %s, clock %s, %d threads x %llu: written %llu, read %llu, lost: full %llu overwritten %llu too-big %llu no-cpu %llu; torn copies %llu; extended headers %llu\n",
+	       mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic",
+	       rb->clock_tsc ? "tsc" : "monotonic", nthreads,
 	       (unsigned long long)events_per_thread, (unsigned long long)(ok + failed),
 	       (unsigned long long)events_read, (unsigned long long)lf, (unsigned long long)lo,
-	       (unsigned long long)lt, (unsigned long long)ln, (unsigned long long)rs.torn);
+	       (unsigned long long)lt, (unsigned long long)ln, (unsigned long long)rs.torn,
+	       (unsigned long long)events_ext);
 	if (failed != lf + lt + ln)
 		FAIL("dropped at reserve %llu != counted %llu\n", (unsigned long long)failed,
 		     (unsigned long long)(lf + lt + ln));
@@ -389,12 +419,16 @@ int main(int argc, char **argv)
 			     (unsigned long long)written, (unsigned long long)cpu_read[c],
 			     (unsigned long long)cpu_disc[c]);
 	}
+	if (events_ext * 2 > events_read)
+		FAIL("%llu of %llu events read have an extended header: the writers' times overflow\n",
+		     (unsigned long long)events_ext, (unsigned long long)events_read);
 	if (rs.corrupt)
 		FAIL("%llu sub-buffers failed validation\n", (unsigned long long)rs.corrupt);
 	if (events_read == 0)
 		FAIL("nothing was read\n");
-	printf("%s - stress %s %s: written == read + lost, no corruption, order kept\n",
-	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic");
+	printf("%s - stress %s %s %s: written == read + lost, no corruption, order kept\n",
+	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic",
+	       rb->clock_tsc ? "tsc" : "monotonic");
 	rb_reader_free(r);
 	return failures ? 1 : 0;
 }
