@@ -1,0 +1,144 @@
+#!/bin/bash
+# clock.sh - the trace clock chosen from what the CPU guarantees: every
+# decision forced through RINGTRACE_CLOCK and the test hooks
+# (RINGTRACE_CLOCK_CPU_INVARIANT, RINGTRACE_CLOCKSOURCE,
+# RINGTRACE_CLOCK_CHECK) gives a trace that `ringtrace check` and
+# babeltrace2 accept, with every event; record's line and the env block
+# name the same clock and the same reason; a garbled RINGTRACE_CLOCK gets
+# one clear line and the default choice. A machine on kvm-clock with an
+# invariant TSC records with the TSC and rseq, under `record` and in the
+# program's own buffers (`record -p`), wherever rseq and AVX exist.
+#
+#   tests/e2e/clock.sh [BUILD_DIR]
+set -u
+export LC_ALL=C CI=true
+exec </dev/null
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/tests/e2e/harness.sh"
+e2e_setup clock "${1:-build}"
+ctl_before=$(ls /dev/shm/ 2>/dev/null | grep '^ringtrace\.ctl\.' | sort)
+clean_ctl() {
+	local f pid
+	for f in $(comm -13 <(echo "$ctl_before") <(ls /dev/shm/ 2>/dev/null | grep '^ringtrace\.ctl\.' | sort)); do
+		pid=${f#ringtrace.ctl.}
+		kill -0 "$pid" 2>/dev/null || rm -f "/dev/shm/$f"
+	done
+}
+SPID=""
+trap '[ -n "$SPID" ] && kill "$SPID" 2>/dev/null; wait 2>/dev/null; clean_ctl; rm -rf "$T"' EXIT
+DEMO=$BUILD/examples/demo
+SERVER=$BUILD/examples/server
+TO=60
+unset RINGTRACE_CLOCK RINGTRACE_CLOCK_CPU_INVARIANT RINGTRACE_CLOCKSOURCE RINGTRACE_CLOCK_CHECK RINGTRACE_NO_RSEQ
+
+# rseq and AVX: where the rseq path runs with the TSC (agent_rseq_usable).
+fast=0
+[ "$(uname -m)" = x86_64 ] && grep -qw avx /proc/cpuinfo && fast=1
+
+# env_of DIR KEY: a value of the trace's env block (quotes removed).
+env_of() { sed -n "s/^[[:space:]]*$2 = \"\{0,1\}\([^\";]*\)\"\{0,1\};\$/\1/p" "$1/metadata"; }
+
+# run TAG ENV...: record the demo with ENV into TAG.t; stderr in TAG.err.
+run() {
+	local tag=$1
+	shift
+	rm -rf "$tag.t"
+	env "$@" timeout -k 5 $TO "$RT" record -o "$tag.t" -- "$DEMO" 200 >"$tag.out" 2>"$tag.err"
+	RC=$?
+}
+
+# checked TAG CLOCK REASON_ERE: the recording TAG succeeded with CLOCK,
+# its first line names CLOCK and a reason matching REASON_ERE, the env
+# block says the same, every event is there, and both readers accept it.
+checked() {
+	local tag=$1 clock=$2 re=$3 line
+	eq "$tag: status" "$RC" 0
+	line=$(grep -m1 '^ringtrace record: clock ' "$tag.err" | sed 's/^ringtrace record: clock //')
+	[ -n "$line" ] || { why "$tag: no clock line"; show "$tag.err"; return; }
+	[[ $line =~ $re ]] || why "$tag: clock line '$line' does not match '$re'"
+	eq "$tag: ringtrace_clock" "$(env_of "$tag.t" ringtrace_clock)" "$clock"
+	eq "$tag: ringtrace_clock_reason" "$(env_of "$tag.t" ringtrace_clock_reason)" "$line"
+	eq "$tag: the clock line comes first" "$(grep -v '^ringtrace record: RINGTRACE_CLOCK=' "$tag.err" | head -1)" "ringtrace record: clock $line"
+	eq "$tag: events" "$(sed -n 's/^ringtrace record: \([0-9]*\) events recorded, 0 lost .*/\1/p' "$tag.err")" "$EVENTS"
+	"$RT" check "$tag.t" >"$tag.check" 2>&1 || { why "$tag: ringtrace check failed"; show "$tag.check"; }
+	timeout $TO babeltrace2 "$tag.t" >"$tag.bt" 2>"$tag.bterr" || { why "$tag: babeltrace2 failed"; show "$tag.bterr"; }
+	[ -z "$BT_LINES" ] || eq "$tag: babeltrace2 lines" "$(wc -l <"$tag.bt")" "$BT_LINES"
+}
+
+begin
+have "$RT" "$DEMO" || { finish "clock: set-up"; exit 1; }
+run default
+EVENTS=$(sed -n 's/^ringtrace record: \([0-9]*\) events recorded, 0 lost .*/\1/p' default.err)
+[ -n "$EVENTS" ] && [ "$EVENTS" -gt 0 ] || { why "default: no event count"; show default.err; }
+DEFAULT_CLOCK=$(env_of default.t ringtrace_clock)
+BT_LINES=""
+checked default "$DEFAULT_CLOCK" '^(tsc: invariant TSC \(CPUID\).*cross-CPU check passed|monotonic: )'
+BT_LINES=$(wc -l <default.bt)
+finish "clock: the default choice is named, checked, and the trace reads"
+
+if [ "$(uname -m)" = x86_64 ]; then
+	begin
+	run kvm RINGTRACE_CLOCKSOURCE=kvm-clock RINGTRACE_CLOCK_CPU_INVARIANT=1
+	checked kvm tsc '^tsc: invariant TSC \(CPUID\), kernel clocksource kvm-clock, cross-CPU check passed(, skew <= [0-9]+ ns| \(one CPU\))$'
+	[ "$(env_of kvm.t ringtrace_clock_skew_ns)" -ge 0 ] 2>/dev/null || why "kvm: no ringtrace_clock_skew_ns"
+	eq "kvm: ringtrace_clock_jump_ns" "$(env_of kvm.t ringtrace_clock_jump_ns)" 0
+	[ $fast = 1 ] && eq "kvm: ringtrace_rseq (rseq and AVX here)" "$(env_of kvm.t ringtrace_rseq)" 1
+	finish "clock: kvm-clock with an invariant TSC records with the TSC (and rseq where there is AVX)"
+
+	begin
+	run checkfail RINGTRACE_CLOCKSOURCE=kvm-clock RINGTRACE_CLOCK_CPU_INVARIANT=1 RINGTRACE_CLOCK_CHECK=fail
+	checked checkfail monotonic '^monotonic: invariant TSC \(CPUID\) but the cross-CPU check failed, kernel clocksource kvm-clock \(RINGTRACE_CLOCK_CHECK=fail\)$'
+	finish "clock: a failed cross-CPU check falls back to CLOCK_MONOTONIC and says so"
+fi
+
+begin
+run noinv RINGTRACE_CLOCKSOURCE=hpet RINGTRACE_CLOCK_CPU_INVARIANT=0
+checked noinv monotonic '^monotonic: no invariant TSC \(CPUID\), kernel clocksource hpet$'
+run noinv_tsc RINGTRACE_CLOCKSOURCE=tsc RINGTRACE_CLOCK_CPU_INVARIANT=0 RINGTRACE_CLOCK=tsc
+checked noinv_tsc monotonic '^monotonic: RINGTRACE_CLOCK=tsc refused, no invariant TSC \(CPUID\)$'
+finish "clock: without an invariant TSC, CLOCK_MONOTONIC (RINGTRACE_CLOCK=tsc is refused)"
+
+begin
+run mono RINGTRACE_CLOCK=monotonic RINGTRACE_CLOCK_CPU_INVARIANT=1
+checked mono monotonic '^monotonic: RINGTRACE_CLOCK=monotonic$'
+eq "mono: ringtrace_clock_drift_ppm" "$(env_of mono.t ringtrace_clock_drift_ppm)" ""
+finish "clock: RINGTRACE_CLOCK=monotonic"
+
+# A garbled value, with a terminal escape in it: one line that names it
+# (printable), then the default choice.
+begin
+run bad "RINGTRACE_CLOCK=tsc$(printf '\033')[2Jx"
+checked bad "$DEFAULT_CLOCK" '.'
+eq "bad: message" "$(grep -c "^ringtrace record: RINGTRACE_CLOCK='tsc?\[2Jx' is not a clock (tsc or monotonic): choosing as if unset\$" bad.err)" 1
+grep -q "$(printf '\033')" bad.err && why "bad: the escape byte reached the terminal"
+mask() { sed 's/skew <= [0-9]* ns/skew <= N ns/'; }
+eq "bad: the decision" "$(env_of bad.t ringtrace_clock_reason | mask)" "$(env_of default.t ringtrace_clock_reason | mask)"
+finish "clock: a garbled RINGTRACE_CLOCK gets one line and the default"
+
+# The program's own buffers (no recorder when it made them), read with
+# record -p: the CPU's word alone chooses the TSC, and rseq follows.
+if [ "$(uname -m)" = x86_64 ] && [ -x "$SERVER" ]; then
+	begin
+	RINGTRACE_CLOCKSOURCE=kvm-clock RINGTRACE_CLOCK_CPU_INVARIANT=1 \
+		timeout -k 5 $TO sh -c 'echo $$ >srv.pid; exec "$0"' "$SERVER" >srv.out 2>srv.err &
+	for _ in $(seq 400); do [ -s srv.pid ] && break; sleep 0.05; done
+	SPID=$(cat srv.pid 2>/dev/null)
+	for _ in $(seq 400); do [ -e /dev/shm/ringtrace.ctl.$SPID ] && break; sleep 0.05; done
+	timeout -s INT -k 5 2 "$RT" record -p "$SPID" -o own.t >own.out 2>own.err
+	kill "$SPID" 2>/dev/null
+	wait 2>/dev/null
+	SPID=""
+	if [ -f own.t/metadata ]; then
+		eq "own: ringtrace_clock" "$(env_of own.t ringtrace_clock)" tsc
+		[ $fast = 1 ] && eq "own: ringtrace_rseq (rseq and AVX here)" "$(env_of own.t ringtrace_rseq)" 1
+		"$RT" check own.t >own.check 2>&1 || { why "own: ringtrace check failed"; show own.check; }
+	else
+		why "own: record -p wrote no trace"
+		show own.err
+	fi
+	finish "clock: a program's own buffers on kvm-clock with an invariant TSC use the TSC (and rseq)"
+fi
+
+clean_ctl
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
