@@ -155,6 +155,7 @@ struct rec {
 	 * and samples of the TSC against CLOCK_MONOTONIC every clk_every_ms
 	 * during the recording, for the drift and jump checks at the end. */
 	char clock_why[256];
+	char clock_bad[128];
 	int clock_checked;
 	struct clk_check check;
 	struct clk_sample *csamp;
@@ -822,7 +823,8 @@ static void choose_clock(struct rec *r)
 	if (in.override == CLK_OVERRIDE_BAD) {
 		char v[48];
 		printable(getenv("RINGTRACE_CLOCK"), v, sizeof(v));
-		fprintf(stderr, PFX "RINGTRACE_CLOCK='%s' is not a clock (tsc or monotonic): choosing as if unset\n", v);
+		snprintf(r->clock_bad, sizeof(r->clock_bad),
+			 "RINGTRACE_CLOCK='%s' is not a clock (tsc or monotonic): choosing as if unset", v);
 	}
 	clk_decide(&in, &c);
 	int k = 0;
@@ -847,9 +849,16 @@ static void choose_clock(struct rec *r)
 			 c.why, (unsigned long long)r->check.back_ns, r->check.back_from, r->check.back_to);
 	else
 		snprintf(r->clock_why, sizeof(r->clock_why), "%s", c.why);
-	fprintf(stderr, PFX "clock %s\n", r->clock_why);
 	r->clk_every_ms = 1000;
 	r->clk_last_ms = mono_ms();
+}
+
+/* Once the recording runs (bad input stays one line): the clock and why. */
+static void say_clock(const struct rec *r)
+{
+	if (r->clock_bad[0])
+		fprintf(stderr, PFX "%s\n", r->clock_bad);
+	fprintf(stderr, PFX "clock %s\n", r->clock_why);
 }
 
 /* Called from the recorder's loop: a sample of the TSC against
@@ -1112,6 +1121,13 @@ static int reader_from_region(struct rec *r)
 	r->clock = r->rb->hdr->clock;
 	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
 	clk_sample(r->clock, &r->c0);
+	/* The program chose (on the CPU's word, unchecked); the recorder
+	 * still watches the TSC against CLOCK_MONOTONIC from now on. */
+	if (!r->clock_why[0])
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s: as the program chose",
+			 r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic");
+	r->clk_every_ms = 1000;
+	r->clk_last_ms = mono_ms();
 	return 0;
 }
 
@@ -1471,6 +1487,7 @@ int cmd_record(int argc, char **argv)
 		follow_end(&r, 0);
 		goto fail_dir;
 	}
+	say_clock(&r);
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
 
 	int wstatus = 0, exited = 0;
@@ -2760,6 +2777,7 @@ static int record_flight(struct rec *r)
 		status = k < -1 ? -k : 2;
 		goto out;
 	}
+	say_clock(r);
 	fprintf(stderr, PFX "flight recorder on '%s' (pid %d): snapshots go to %s\n", r->argv[0], (int)r->child,
 		r->outdir);
 	/* The region is the program's now (it may free its copy at its first
