@@ -62,7 +62,8 @@ checked() {
 	eq "$tag: events" "$(sed -n 's/^ringtrace record: \([0-9]*\) events recorded, 0 lost .*/\1/p' "$tag.err")" "$EVENTS"
 	"$RT" check "$tag.t" >"$tag.check" 2>&1 || { why "$tag: ringtrace check failed"; show "$tag.check"; }
 	timeout $TO babeltrace2 "$tag.t" >"$tag.bt" 2>"$tag.bterr" || { why "$tag: babeltrace2 failed"; show "$tag.bterr"; }
-	[ -z "$BT_LINES" ] || eq "$tag: babeltrace2 lines" "$(wc -l <"$tag.bt")" "$BT_LINES"
+	# The program's events (ringtrace:* records of its threads vary).
+	eq "$tag: babeltrace2 events" "$(grep -vc ' ringtrace:' "$tag.bt")" "$EVENTS"
 }
 
 begin
@@ -71,9 +72,7 @@ run default
 EVENTS=$(sed -n 's/^ringtrace record: \([0-9]*\) events recorded, 0 lost .*/\1/p' default.err)
 [ -n "$EVENTS" ] && [ "$EVENTS" -gt 0 ] || { why "default: no event count"; show default.err; }
 DEFAULT_CLOCK=$(env_of default.t ringtrace_clock)
-BT_LINES=""
 checked default "$DEFAULT_CLOCK" '^(tsc: invariant TSC \(CPUID\).*cross-CPU check passed|monotonic: )'
-BT_LINES=$(wc -l <default.bt 2>/dev/null)
 finish "clock: the default choice is named, checked, and the trace reads"
 
 if [ "$(uname -m)" = x86_64 ]; then
