@@ -146,6 +146,14 @@ if [ "$(uname -m)" = x86_64 ] && [ -x "$SERVER" ]; then
 	own own_noinv RINGTRACE_CLOCKSOURCE=tsc RINGTRACE_CLOCK_CPU_INVARIANT=0
 	eq "own_noinv: ringtrace_clock" "$(env_of own_noinv.t ringtrace_clock)" monotonic
 	finish "clock: a program's own buffers follow the CPU's word, not the clocksource (TSC and rseq on kvm-clock)"
+
+	# The library never prints: its one message comes through the
+	# recorder that attaches.
+	begin
+	own own_bad "RINGTRACE_CLOCK=garbage"
+	eq "own_bad: message" "$(grep -c '^ringtrace: RINGTRACE_CLOCK is not a clock (tsc or monotonic): chose as if unset, ' own_bad.err)" 1
+	grep -q 'RINGTRACE_CLOCK' own_bad.srv.err && why "own_bad: the program printed about RINGTRACE_CLOCK"
+	finish "clock: a program's own buffers with a garbled RINGTRACE_CLOCK: one message through the recorder, the default clock"
 fi
 
 clean_ctl
