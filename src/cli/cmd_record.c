@@ -156,7 +156,6 @@ struct rec {
 	 * during the recording, for the drift and jump checks at the end. */
 	char clock_why[256];
 	char clock_bad[128];
-	int clock_checked;
 	struct clk_check check;
 	struct clk_sample *csamp;
 	size_t ncsamp;
@@ -830,7 +829,6 @@ static void choose_clock(struct rec *r)
 	int k = 0;
 	if (c.clock == RINGTRACE__CLOCK_TSC) {
 		k = clk_check_tsc(20, &r->check);
-		r->clock_checked = 1;
 		in.check = k == 0 && r->check.passed ? CLK_CHECK_PASSED : CLK_CHECK_FAILED;
 		clk_decide(&in, &c);
 	}
@@ -869,7 +867,8 @@ static void clock_tick(struct rec *r, uint64_t now_ms)
 		return;
 	r->clk_last_ms = now_ms;
 	if (!r->csamp) {
-		r->csamp = calloc(CLK_SAMPLES_MAX, sizeof(*r->csamp));
+		/* One more for the final sample. */
+		r->csamp = calloc(CLK_SAMPLES_MAX + 1, sizeof(*r->csamp));
 		if (!r->csamp) {
 			r->clk_every_ms = 0;
 			return;
@@ -894,7 +893,7 @@ static void clock_drift_end(struct rec *r, const struct clk_sample *c1)
 		return;
 	struct clk_sample two[2] = { r->c0, *c1 };
 	size_t n = 2;
-	if (r->csamp && r->ncsamp < CLK_SAMPLES_MAX) {
+	if (r->csamp) {
 		r->csamp[r->ncsamp] = *c1;
 		n = r->ncsamp + 1;
 		clk_drift(r->csamp, n, &r->drift);
