@@ -162,6 +162,7 @@ struct rec {
 	uint64_t clk_every_ms, clk_last_ms;
 	struct clk_drift drift;
 	char drift_str[32];
+	int64_t test_jump_ns;        /* RINGTRACE_CLOCK_TEST_JUMP_NS (tests only) */
 };
 
 static volatile sig_atomic_t got_term;
@@ -849,6 +850,11 @@ static void choose_clock(struct rec *r)
 		snprintf(r->clock_why, sizeof(r->clock_why), "%s", c.why);
 	r->clk_every_ms = 1000;
 	r->clk_last_ms = mono_ms();
+	/* Tests only: CLOCK_MONOTONIC steps by this much against the TSC
+	 * from the second periodic sample on, as a migrated VM's would. */
+	const char *tj = getenv("RINGTRACE_CLOCK_TEST_JUMP_NS");
+	if (tj)
+		r->test_jump_ns = strtoll(tj, NULL, 10);
 }
 
 /* Once the recording runs (bad input stays one line): the clock and why. */
@@ -882,7 +888,10 @@ static void clock_tick(struct rec *r, uint64_t now_ms)
 		r->ncsamp = CLK_SAMPLES_MAX / 2;
 		r->clk_every_ms *= 2;
 	}
-	clk_sample(r->clock, &r->csamp[r->ncsamp++]);
+	clk_sample(r->clock, &r->csamp[r->ncsamp]);
+	if (r->ncsamp >= 2)
+		r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
+	r->ncsamp++;
 }
 
 /* The end of the recording, c1 its last sample: did the TSC keep to
@@ -895,6 +904,8 @@ static void clock_drift_end(struct rec *r, const struct clk_sample *c1)
 	size_t n = 2;
 	if (r->csamp) {
 		r->csamp[r->ncsamp] = *c1;
+		if (r->ncsamp >= 2)
+			r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
 		n = r->ncsamp + 1;
 		clk_drift(r->csamp, n, &r->drift);
 	} else {

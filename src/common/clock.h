@@ -95,7 +95,7 @@ int clk_check_tsc(unsigned budget_ms, struct clk_check *ret);
 
 /* Over samples s[0..n-1] taken during a recording (n >= 2): the largest
  * departure, in ns, of CLOCK_MONOTONIC from what the TSC predicts between
- * consecutive samples at the whole recording's rate, beyond what a
+ * consecutive samples at the median interval's rate, beyond what a
  * 500 ppm slew of CLOCK_MONOTONIC explains (0: no jump), and the drift of
  * the last interval's rate against the first's in ppm (0 when n < 3). */
 struct clk_drift {

@@ -191,12 +191,31 @@ int clk_check_tsc(unsigned budget_ms, struct clk_check *ret)
 #endif
 }
 
+static int cmp_ld(const void *a, const void *b)
+{
+	long double x = *(const long double *)a, y = *(const long double *)b;
+	return x < y ? -1 : x > y;
+}
+
 void clk_drift(const struct clk_sample *s, size_t n, struct clk_drift *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	if (n < 2 || s[n - 1].mono_ns <= s[0].mono_ns || s[n - 1].value <= s[0].value)
 		return;
+	/* The reference rate is the median of the intervals' rates: one
+	 * step does not bend it, as it would a fit over the whole recording. */
+	long double *rates = malloc((n - 1) * sizeof(*rates));
+	size_t nr = 0;
 	long double rate = (long double)(s[n - 1].value - s[0].value) / (long double)(s[n - 1].mono_ns - s[0].mono_ns);
+	for (size_t i = 1; rates && i < n; i++)
+		if (s[i].mono_ns > s[i - 1].mono_ns && s[i].value > s[i - 1].value)
+			rates[nr++] = (long double)(s[i].value - s[i - 1].value) /
+				      (long double)(s[i].mono_ns - s[i - 1].mono_ns);
+	if (nr) {
+		qsort(rates, nr, sizeof(*rates), cmp_ld);
+		rate = rates[(nr - 1) / 2];
+	}
+	free(rates);
 	long double worst = 0;
 	for (size_t i = 1; i < n; i++) {
 		long double dm = (long double)s[i].mono_ns - (long double)s[i - 1].mono_ns;

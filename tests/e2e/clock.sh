@@ -114,6 +114,28 @@ mask() { sed 's/skew <= [0-9]* ns/skew <= N ns/'; }
 eq "bad: the decision" "$(env_of bad.t ringtrace_clock_reason | mask)" "$(env_of default.t ringtrace_clock_reason | mask)"
 finish "clock: a garbled RINGTRACE_CLOCK gets one line and the default"
 
+# A jump of CLOCK_MONOTONIC against the TSC during the recording (test
+# hook: 3 ms from the second periodic sample on, as after a live
+# migration): the summary says so with its size, and so does the env
+# block. The server runs about 4 s (SIGTERM from timeout reaches it
+# through the recorder).
+if [ "$(uname -m)" = x86_64 ] && [ -x "$SERVER" ]; then
+	begin
+	RINGTRACE_CLOCK_CPU_INVARIANT=1 RINGTRACE_CLOCK_TEST_JUMP_NS=3000000 \
+		timeout -s TERM -k 5 4 "$RT" record -o jump.t -- "$SERVER" >jump.out 2>jump.err
+	j=$(env_of jump.t ringtrace_clock_jump_ns)
+	[ -n "$j" ] && [ "$j" -gt 2900000 ] && [ "$j" -lt 3100000 ] ||
+		{ why "jump: ringtrace_clock_jump_ns '$j', want about 3000000"; show jump.err; }
+	eq "jump: summary lines about it" "$(grep -c "^ringtrace record: the TSC jumped $j ns against CLOCK_MONOTONIC during the recording" jump.err)" 1
+	[ -n "$(env_of jump.t ringtrace_clock_drift_ppm)" ] || why "jump: no drift measured over 4 s"
+	"$RT" check jump.t >jump.check 2>&1 || { why "jump: ringtrace check failed"; show jump.check; }
+	# And none without the step.
+	RINGTRACE_CLOCK_CPU_INVARIANT=1 timeout -s TERM -k 5 3 "$RT" record -o nojump.t -- "$SERVER" >nojump.out 2>nojump.err
+	eq "nojump: ringtrace_clock_jump_ns" "$(env_of nojump.t ringtrace_clock_jump_ns)" 0
+	grep -q 'jumped' nojump.err && why "nojump: $(grep jumped nojump.err)"
+	finish "clock: a jump of the TSC against CLOCK_MONOTONIC is reported with its size (summary, env block)"
+fi
+
 # own TAG ENV...: the server started with ENV, its own buffers (no
 # recorder when it made them) read with record -p into TAG.t.
 own() {
