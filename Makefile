@@ -46,11 +46,11 @@ LDFLAGS  += $(SANFLAGS)
 LDLIBS   := -lpthread
 
 # Code that runs inside the traced program.
-LIB_SRC   := $(filter-out src/common/outdir.c,$(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)) \
+LIB_SRC   := $(filter-out src/common/outdir.c src/common/clock_check.c,$(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)) \
              src/stackmap/stackmap.c src/ctl/ctl_common.c
 # Everything else the command needs (exports print; the library never does).
 TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
-             src/ctl/ctl_client.c src/common/outdir.c
+             src/ctl/ctl_client.c src/common/outdir.c src/common/clock_check.c
 CLI_SRC   := $(wildcard src/cli/*.c)
 # Libraries the shared library and the command link with (fragments add).
 LIB_LIBS  :=

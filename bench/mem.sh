@@ -281,7 +281,7 @@ probe() {
 	if "$RT" record "$@" -o "$TMP/probe" -- "$TRUE" >/dev/null 2>"$TMP/probe.err"; then
 		TOOLS+=("$tool")
 	else
-		err=$(grep -v '^ringtrace record: recording ' "$TMP/probe.err" | head -1)
+		err=$(grep -v -e '^ringtrace record: recording ' -e '^ringtrace record: clock ' "$TMP/probe.err" | head -1)
 		case $err in
 		*"unknown option"* | *"unrecognized option"* | *"invalid option"*)
 			if [ "$tool" = aggregate ] || [ "$tool" = aggstacks ]; then
@@ -413,7 +413,7 @@ one() {
 	rc=$?
 	t1=$(now)
 	if [ $rc -ne 0 ]; then
-		note "$wl under $tool, round $r: exit status $rc: $(grep -v '^ringtrace record: recording' "$TMP/err" | head -5 | tr '\n' ' ')"
+		note "$wl under $tool, round $r: exit status $rc: $(grep -v -e '^ringtrace record: recording' -e '^ringtrace record: clock ' "$TMP/err" | head -5 | tr '\n' ' ')"
 		rm -rf "$TMP/ht.$r".* "$TMP/rt.$r"
 		return
 	fi

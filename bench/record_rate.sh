@@ -60,7 +60,7 @@ taskset -c 1 "$RT" record -o "$TMP/rate" --mode discard -- "$TP" burst "$SECS" -
 rc=$?
 t1=$(date +%s%N)
 cat "$TMP/rate.out"
-grep -v '^ringtrace record: recording ' "$TMP/rate.err" | sed 's/^/record_rate: rate run: /' >&2
+grep -v -e '^ringtrace record: recording ' -e '^ringtrace record: clock ' "$TMP/rate.err" | sed 's/^/record_rate: rate run: /' >&2
 rec=$(summary "$TMP/rate.err" 'events recorded')
 lost=$(summary "$TMP/rate.err" lost)
 written=$(summary "$TMP/rate.err" 'bytes written')

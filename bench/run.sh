@@ -96,7 +96,8 @@ alive() {
 # rec TAG RECORDMODE MODES LABELS [pause]: ringtrace loops under `ringtrace
 # record --mode RECORDMODE`, the recorder pinned to CPU 1. The recorder's
 # summary line is kept as `info TAG_recorder ...`, the session's set-up as
-# `info TAG_session`. With `pause` the recorder is stopped (SIGSTOP) as soon
+# `info TAG_session`, the clock and why (record's first line) as
+# `info TAG_clock`. With `pause` the recorder is stopped (SIGSTOP) as soon
 # as the program has started and continued when it has exited, so that no
 # reader runs while the program measures: the writer's cost alone (overwrite
 # mode, where writers never wait for the reader).
@@ -129,8 +130,9 @@ rec() {
 	if [ $rc -ne 0 ]; then
 		note "$tag: ringtrace record exited $rc: $(grep -v 'recording' "$TMP/err" | tr '\n' ' ')"
 	fi
+	sed -n "s/^ringtrace record: clock /info ${tag}_clock /p" "$TMP/err" | head -1 >>"$RES"
 	grep -v -e '^ringtrace record: recording ' -e '^ringtrace record: [0-9]* events recorded' \
-		-e '^bench: ' "$TMP/err" | sed "s/^/bench: $tag: /" >&2
+		-e '^ringtrace record: clock ' -e '^bench: ' "$TMP/err" | sed "s/^/bench: $tag: /" >&2
 	rm -rf "$TMP/trace.$n"
 }
 
@@ -277,8 +279,13 @@ END {
 	print "  ringtrace recorder summaries:"
 	split("enabled_1t enabled_2t str16 enabled_1t_discard enabled_1t_norseq enabled_1t_mono enabled_1t_mono_norseq enabled_1t_paused enabled_2t_paused", tags, " ")
 	for (i = 1; i in tags; i++)
-		if ((tags[i] "_recorder") in info)
+		if ((tags[i] "_recorder") in info) {
 			printf "    %-20s %s\n", tags[i], info[tags[i] "_recorder"]
+			# The path each row took: rseq or the atomic fallback, which
+			# clock, and why that clock (the first line of record).
+			printf "    %-20s %s%s\n", "", ((tags[i] "_session") in info) ? info[tags[i] "_session"] : "session n/a",
+				((tags[i] "_clock") in info) ? "; clock " info[tags[i] "_clock"] : ""
+		}
 	if (has("lttng_discard_lost"))
 		printf "    %-20s %s\n", "LTTng-UST discard", v["lttng_discard_lost"] " events discarded"
 	# The clock and the path each run used (bench_tp prints them).

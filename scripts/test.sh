@@ -155,6 +155,9 @@ fi
 if [ -x tests/e2e/mem_real.sh ]; then
 	suite "real programs under the allocation tracer (gcc build)" tests/e2e/mem_real.sh build
 fi
+if [ -x tests/e2e/clock.sh ]; then
+	suite "trace clock: every forced decision, kvm-clock with an invariant TSC (gcc build)" tests/e2e/clock.sh build
+fi
 if [ -x tests/e2e/check.sh ]; then
 	suite "trace checker (gcc build)" tests/e2e/check.sh build
 fi

@@ -151,6 +151,18 @@ struct rec {
 	uint32_t clock;
 	struct clk_sample c0;
 	uint8_t uuid[16];
+	/* The clock: why (record's line and the env), the cross-CPU check,
+	 * and samples of the TSC against CLOCK_MONOTONIC every clk_every_ms
+	 * during the recording, for the drift and jump checks at the end. */
+	char clock_why[256];
+	char clock_bad[128];
+	struct clk_check check;
+	struct clk_sample *csamp;
+	size_t ncsamp;
+	uint64_t clk_every_ms, clk_last_ms;
+	struct clk_drift drift;
+	char drift_str[32];
+	int64_t test_jump_ns;        /* RINGTRACE_CLOCK_TEST_JUMP_NS (tests only) */
 };
 
 static volatile sig_atomic_t got_term;
@@ -782,6 +794,128 @@ static struct ctf_thread_name *thread_names(const struct rec *r)
 	return v;
 }
 
+/* ---- the clock ----------------------------------------------------------- */
+
+static uint64_t mono_ms(void);
+
+/* At most this many samples: past it, every other one goes and the
+ * period doubles (a day-long recording keeps a sample every few minutes). */
+#define CLK_SAMPLES_MAX 1024
+
+/* The value of an environment variable, fit to print on one line. */
+static void printable(const char *s, char *buf, size_t size)
+{
+	size_t i = 0;
+	for (; s[i] && i + 4 < size; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	if (s[i])
+		buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
+	buf[i] = 0;
+}
+
+/* Choose the clock and check the TSC before trusting it: the one line
+ * that says which clock and why. */
+static void choose_clock(struct rec *r)
+{
+	struct clk_inputs in;
+	struct clk_choice c;
+	clk_inputs_read(&in);
+	if (in.override == CLK_OVERRIDE_BAD) {
+		char v[48];
+		printable(getenv("RINGTRACE_CLOCK"), v, sizeof(v));
+		snprintf(r->clock_bad, sizeof(r->clock_bad),
+			 "RINGTRACE_CLOCK='%s' is not a clock (tsc or monotonic): choosing as if unset", v);
+	}
+	clk_decide(&in, &c);
+	int k = 0;
+	if (c.clock == RINGTRACE__CLOCK_TSC) {
+		k = clk_check_tsc(20, &r->check);
+		in.check = k == 0 && r->check.passed ? CLK_CHECK_PASSED : CLK_CHECK_FAILED;
+		clk_decide(&in, &c);
+	}
+	r->clock = c.clock;
+	if (in.check == CLK_CHECK_PASSED && r->check.ncpus < 2)
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s (one CPU)", c.why);
+	else if (in.check == CLK_CHECK_PASSED)
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s, skew <= %llu ns", c.why,
+			 (unsigned long long)r->check.skew_ns);
+	else if (in.check == CLK_CHECK_FAILED && r->check.forced)
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s (RINGTRACE_CLOCK_CHECK=fail)", c.why);
+	else if (in.check == CLK_CHECK_FAILED && k < 0)
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s (%s)", c.why, strerror(-k));
+	else if (in.check == CLK_CHECK_FAILED)
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s (a reading went back %llu ns from CPU %d on CPU %d)",
+			 c.why, (unsigned long long)r->check.back_ns, r->check.back_from, r->check.back_to);
+	else
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s", c.why);
+	r->clk_every_ms = 1000;
+	r->clk_last_ms = mono_ms();
+	/* Tests only: CLOCK_MONOTONIC steps by this much against the TSC
+	 * from the second periodic sample on, as a migrated VM's would. */
+	const char *tj = getenv("RINGTRACE_CLOCK_TEST_JUMP_NS");
+	if (tj)
+		r->test_jump_ns = strtoll(tj, NULL, 10);
+}
+
+/* Once the recording runs (bad input stays one line): the clock and why. */
+static void say_clock(const struct rec *r)
+{
+	if (r->clock_bad[0])
+		fprintf(stderr, PFX "%s\n", r->clock_bad);
+	fprintf(stderr, PFX "clock %s\n", r->clock_why);
+}
+
+/* Called from the recorder's loop: a sample of the TSC against
+ * CLOCK_MONOTONIC now and then (a few microseconds each). */
+static void clock_tick(struct rec *r, uint64_t now_ms)
+{
+	if (r->clock != RINGTRACE__CLOCK_TSC || !r->clk_every_ms || now_ms - r->clk_last_ms < r->clk_every_ms)
+		return;
+	r->clk_last_ms = now_ms;
+	if (!r->csamp) {
+		/* One more for the final sample. */
+		r->csamp = calloc(CLK_SAMPLES_MAX + 1, sizeof(*r->csamp));
+		if (!r->csamp) {
+			r->clk_every_ms = 0;
+			return;
+		}
+		r->csamp[0] = r->c0;
+		r->ncsamp = 1;
+	}
+	if (r->ncsamp == CLK_SAMPLES_MAX) {
+		for (size_t i = 1; i < CLK_SAMPLES_MAX / 2; i++)
+			r->csamp[i] = r->csamp[2 * i];
+		r->ncsamp = CLK_SAMPLES_MAX / 2;
+		r->clk_every_ms *= 2;
+	}
+	clk_sample(r->clock, &r->csamp[r->ncsamp]);
+	if (r->ncsamp >= 2)
+		r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
+	r->ncsamp++;
+}
+
+/* The end of the recording, c1 its last sample: did the TSC keep to
+ * CLOCK_MONOTONIC? (Drift in ppm, and the size of any jump.) */
+static void clock_drift_end(struct rec *r, const struct clk_sample *c1)
+{
+	if (r->clock != RINGTRACE__CLOCK_TSC || !r->clk_every_ms)
+		return;
+	struct clk_sample two[2] = { r->c0, *c1 };
+	size_t n = 2;
+	if (r->csamp) {
+		r->csamp[r->ncsamp] = *c1;
+		if (r->ncsamp >= 2)
+			r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
+		n = r->ncsamp + 1;
+		clk_drift(r->csamp, n, &r->drift);
+	} else {
+		clk_drift(two, 2, &r->drift);
+	}
+	/* A drift needs two intervals: "" for a recording under 2 s. */
+	if (n >= 3)
+		snprintf(r->drift_str, sizeof(r->drift_str), "%.3f", r->drift.drift_ppm);
+}
+
 /* ---- metadata ---------------------------------------------------------- */
 
 static int write_metadata(struct rec *r, int final)
@@ -797,6 +931,7 @@ static int write_metadata(struct rec *r, int final)
 			nanosleep(&ts, NULL);
 			clk_sample(r->clock, &c1);
 		}
+		clock_drift_end(r, &c1);
 	} else {
 		clk_sample(r->clock, &c1);
 	}
@@ -819,6 +954,12 @@ static int write_metadata(struct rec *r, int final)
 	struct ctf_env_kv env[] = {
 		{ "ringtrace_mode", r->mode == RINGTRACE__MODE_OVERWRITE ? "overwrite" : "discard", 0 },
 		{ "ringtrace_clock", r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic", 0 },
+		/* Why that clock, what the checks measured ("" and 0 when not
+		 * measured: -p, or the recording has not ended). */
+		{ "ringtrace_clock_reason", r->clock_why, 0 },
+		{ "ringtrace_clock_skew_ns", NULL, (int64_t)r->check.skew_ns },
+		{ "ringtrace_clock_drift_ppm", r->drift_str, 0 },
+		{ "ringtrace_clock_jump_ns", NULL, (int64_t)r->drift.jump_ns },
 		{ "ringtrace_rseq", NULL, r->rb->hdr->use_rseq },
 		{ "ringtrace_subbuf_size", NULL, (int64_t)(r->rb->sb_mask + 1) },
 		{ "ringtrace_subbuf_count", NULL, (int64_t)r->nsb },
@@ -990,6 +1131,13 @@ static int reader_from_region(struct rec *r)
 	r->clock = r->rb->hdr->clock;
 	memcpy(r->uuid, r->rb->hdr->uuid, sizeof(r->uuid));
 	clk_sample(r->clock, &r->c0);
+	/* The program chose (on the CPU's word, unchecked); the recorder
+	 * still watches the TSC against CLOCK_MONOTONIC from now on. */
+	if (!r->clock_why[0])
+		snprintf(r->clock_why, sizeof(r->clock_why), "%s: as the program chose",
+			 r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic");
+	r->clk_every_ms = 1000;
+	r->clk_last_ms = mono_ms();
 	return 0;
 }
 
@@ -1088,6 +1236,7 @@ static void cleanup(struct rec *r)
 				close(r->fds[c]);
 		free(r->fds);
 	}
+	free(r->csamp);
 	free(r->unwritten);
 	free(r->disc_written);
 	free(r->wrote);
@@ -1139,6 +1288,7 @@ static unsigned record_round(struct rec *r)
 	read_registry(r);
 	unsigned got = consume(r, r->nsb);
 	uint64_t now = mono_ms();
+	clock_tick(r, now);
 	if (now - r->last_scan >= 50) {
 		scan_threads(r);
 		r->last_scan = now;
@@ -1256,6 +1406,9 @@ static void finish(struct rec *r, int salvage)
 		(meta_ok && !r->write_failed) ? "" : " (INCOMPLETE)");
 	if (r->rb->hdr->reg_dropped)
 		fprintf(stderr, PFX "%u event descriptions did not fit in the registry\n", r->rb->hdr->reg_dropped);
+	if (r->drift.jump_ns)
+		fprintf(stderr, PFX "the TSC jumped %llu ns against CLOCK_MONOTONIC during the recording (a migrated VM?): event times are off by up to that (ringtrace_clock_jump_ns)\n",
+			(unsigned long long)r->drift.jump_ns);
 
 }
 
@@ -1284,7 +1437,7 @@ int cmd_record(int argc, char **argv)
 	p.sb_size = r.buf_size / r.nsb;
 	p.nsb = r.nsb;
 	p.mode = r.mode;
-	r.clock = clk_choose();
+	choose_clock(&r);
 	p.clock = r.clock;
 	p.reg_size = RB_DEFAULT_REG;
 	/* Always a stack area (sparse until used): events declared with a
@@ -1344,6 +1497,7 @@ int cmd_record(int argc, char **argv)
 		follow_end(&r, 0);
 		goto fail_dir;
 	}
+	say_clock(&r);
 	fprintf(stderr, PFX "recording '%s' (pid %d) to %s\n", r.argv[0], (int)r.child, r.outdir);
 
 	int wstatus = 0, exited = 0;
@@ -2085,7 +2239,7 @@ static int write_region(pid_t pid, const char *comm, struct ctl_ring *ring, cons
 	char name[192];
 	if (!outdir) {
 		/* make_outdir() adds the date: ringtrace-snapshot-NAME-PID-N-DATE. */
-		snprintf(name, sizeof(name), "snapshot-%s-%d-%u", r->comm, (int)pid, no);
+		snprintf(name, sizeof(name), "snapshot-%.16s-%d-%u", r->comm, (int)pid, no);
 		r->progname = name;
 	}
 	if (alloc_stream_fds(r) < 0 || make_outdir(r) < 0)
@@ -2633,6 +2787,7 @@ static int record_flight(struct rec *r)
 		status = k < -1 ? -k : 2;
 		goto out;
 	}
+	say_clock(r);
 	fprintf(stderr, PFX "flight recorder on '%s' (pid %d): snapshots go to %s\n", r->argv[0], (int)r->child,
 		r->outdir);
 	/* The region is the program's now (it may free its copy at its first

@@ -5,69 +5,117 @@
  * recorder measures the TSC against CLOCK_MONOTONIC over the whole recording,
  * which gives a frequency good to well under a part per million without
  * costing the program anything at start-up.
+ *
+ * Which clock: the TSC whenever the CPU says it is invariant, whatever
+ * clocksource the kernel runs on (guests on kvm-clock, Xen or Hyper-V
+ * clocks have a sound TSC as often as not). The decision is a pure
+ * function of its inputs (clk_decide) so that a test drives every case;
+ * the recorder adds its cross-CPU check (clock_check.c) as one input.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <ringtrace/ringtrace-abi.h>
 
 #include "common/clock.h"
 
-static int first_line_is(const char *path, const char *word)
+/* The first line of a small file, without its newline ("" if none). */
+static void first_line(const char *path, char *buf, size_t size)
 {
 	FILE *f = fopen(path, "re");
-	char line[256];
-	int yes = 0;
+	buf[0] = 0;
 	if (!f)
-		return 0;
-	if (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = 0;
-		yes = strcmp(line, word) == 0;
-	}
+		return;
+	if (!fgets(buf, (int)size, f))
+		buf[0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
 	fclose(f);
-	return yes;
 }
 
-/* Is every flag a whole word of the first "flags" line of /proc/cpuinfo?
- * (One read for all of them.) */
-static int cpu_has_flags(const char *const *flags, size_t n)
+/* The CPU's word that its TSC runs at a constant rate in every P-, C- and
+ * T-state (the kernel derives constant_tsc and nonstop_tsc from it). */
+static int cpu_tsc_invariant(void)
 {
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	char line[8192];
-	int all = 0;
-	if (!f)
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5))
-			continue;
-		all = 1;
-		for (size_t i = 0; i < n && all; i++) {
-			size_t len = strlen(flags[i]);
-			int found = 0;
-			for (char *p = strstr(line, flags[i]); p && !found; p = strstr(p + 1, flags[i]))
-				found = p > line && p[-1] == ' ' && (p[len] == ' ' || p[len] == '\n' || p[len] == 0);
-			all = found;
-		}
-		break;
+	if (!__get_cpuid(0x80000007u, &a, &b, &c, &d))
+		return 0;
+	return (d >> 8) & 1;
+#else
+	return 0;
+#endif
+}
+
+int clk_override_parse(const char *s)
+{
+	if (!s || !*s)
+		return CLK_OVERRIDE_NONE;
+	if (!strcmp(s, "monotonic"))
+		return CLK_OVERRIDE_MONOTONIC;
+	if (!strcmp(s, "tsc"))
+		return CLK_OVERRIDE_TSC;
+	return CLK_OVERRIDE_BAD;
+}
+
+void clk_decide(const struct clk_inputs *in, struct clk_choice *ret)
+{
+	char ks[64] = "";
+	/* The kernel's clocksource does not decide (a guest on kvm-clock
+	 * or Xen has a sound TSC just as often): it is only named. */
+	if (in->clocksource[0] && strcmp(in->clocksource, "tsc"))
+		snprintf(ks, sizeof(ks), ", kernel clocksource %.32s", in->clocksource);
+	ret->clock = RINGTRACE__CLOCK_MONOTONIC;
+	if (in->override == CLK_OVERRIDE_MONOTONIC) {
+		snprintf(ret->why, sizeof(ret->why), "monotonic: RINGTRACE_CLOCK=monotonic");
+	} else if (!in->tsc_invariant) {
+		snprintf(ret->why, sizeof(ret->why), "monotonic: %sno invariant TSC (CPUID)%s",
+			 in->override == CLK_OVERRIDE_TSC ? "RINGTRACE_CLOCK=tsc refused, " : "", ks);
+	} else if (in->check == CLK_CHECK_FAILED) {
+		snprintf(ret->why, sizeof(ret->why), "monotonic: invariant TSC (CPUID) but the cross-CPU check failed%s",
+			 ks);
+	} else {
+		ret->clock = RINGTRACE__CLOCK_TSC;
+		snprintf(ret->why, sizeof(ret->why), "tsc: invariant TSC (CPUID)%s%s", ks,
+			 in->check == CLK_CHECK_PASSED ? ", cross-CPU check passed" : ", not checked");
 	}
-	fclose(f);
-	return all;
+}
+
+void clk_inputs_read(struct clk_inputs *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	const char *inv = getenv("RINGTRACE_CLOCK_CPU_INVARIANT");
+	if (inv && (!strcmp(inv, "0") || !strcmp(inv, "1"))) {
+#if defined(__x86_64__)
+		ret->tsc_invariant = inv[0] == '1';
+#endif
+	} else {
+		ret->tsc_invariant = cpu_tsc_invariant();
+	}
+	const char *cs = getenv("RINGTRACE_CLOCKSOURCE");
+	if (cs)
+		snprintf(ret->clocksource, sizeof(ret->clocksource), "%s", cs);
+	else
+		first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", ret->clocksource,
+			   sizeof(ret->clocksource));
+	ret->check = CLK_CHECK_NOT_RUN;
+	ret->override = clk_override_parse(getenv("RINGTRACE_CLOCK"));
 }
 
 uint32_t clk_choose(void)
 {
-	const char *force = getenv("RINGTRACE_CLOCK");
-	if (force && !strcmp(force, "monotonic"))
-		return RINGTRACE__CLOCK_MONOTONIC;
-#if defined(__x86_64__)
-	static const char *const tsc_flags[] = { "constant_tsc", "nonstop_tsc" };
-	if (first_line_is("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") &&
-	    cpu_has_flags(tsc_flags, 2))
-		return RINGTRACE__CLOCK_TSC;
-#endif
-	return RINGTRACE__CLOCK_MONOTONIC;
+	struct clk_inputs in;
+	struct clk_choice c;
+	clk_inputs_read(&in);
+	clk_decide(&in, &c);
+	return c.clock;
 }
 
 static uint64_t ns_of(clockid_t id)

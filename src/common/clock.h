@@ -1,15 +1,58 @@
 /*
- * clock.h - the trace clock, seen from the recorder: which clock the
- * program should use, and the calibration that maps its values to time.
+ * clock.h - the trace clock: which clock to use and why (a pure decision
+ * over what the CPU, the kernel, a check and the environment say), the
+ * calibration that maps its values to time, and the checks the recorder
+ * makes of the TSC before and after trusting it (clock_check.c).
  */
 #ifndef RINGTRACE_CLOCK_H
 #define RINGTRACE_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* RINGTRACE__CLOCK_TSC when the kernel itself trusts the TSC (clocksource
- * "tsc", constant and nonstop), else RINGTRACE__CLOCK_MONOTONIC; the
- * environment variable RINGTRACE_CLOCK=monotonic forces the latter. */
+/* RINGTRACE_CLOCK, as given. */
+enum clk_override {
+	CLK_OVERRIDE_NONE,           /* unset or empty: choose */
+	CLK_OVERRIDE_MONOTONIC,      /* "monotonic" */
+	CLK_OVERRIDE_TSC,            /* "tsc": the TSC if the CPU vouches for it */
+	CLK_OVERRIDE_BAD,            /* anything else: choose, and say so */
+};
+
+/* The cross-CPU check of the TSC (clk_check_tsc()). */
+enum clk_check_state {
+	CLK_CHECK_NOT_RUN,           /* the program's own buffers: not checked */
+	CLK_CHECK_PASSED,
+	CLK_CHECK_FAILED,
+};
+
+struct clk_inputs {
+	int tsc_invariant;           /* CPUID 0x80000007 EDX bit 8 (x86-64 only) */
+	char clocksource[32];        /* the kernel's current clocksource, "" if unknown */
+	int check;                   /* enum clk_check_state */
+	int override;                /* enum clk_override */
+};
+
+struct clk_choice {
+	uint32_t clock;              /* RINGTRACE__CLOCK_* */
+	char why[160];               /* "tsc: invariant TSC (CPUID), ..." */
+};
+
+int clk_override_parse(const char *s);
+
+/* The decision, from its inputs alone: the TSC when the CPU reports an
+ * invariant TSC (whatever the kernel's clocksource), unless
+ * RINGTRACE_CLOCK=monotonic or the cross-CPU check failed; else
+ * CLOCK_MONOTONIC. A bad override decides as no override. */
+void clk_decide(const struct clk_inputs *in, struct clk_choice *ret);
+
+/* The inputs on this machine, check not run. Test hooks, for tests only:
+ * RINGTRACE_CLOCK_CPU_INVARIANT=0|1 stands for the CPUID bit (1 is
+ * ignored where there is no TSC), RINGTRACE_CLOCKSOURCE=NAME for the
+ * kernel's clocksource. */
+void clk_inputs_read(struct clk_inputs *ret);
+
+/* clk_decide(clk_inputs_read()), without the check: what a program
+ * creating its own buffers uses (cheap; no thread, no message). */
 uint32_t clk_choose(void);
 
 /* A simultaneous reading of the trace clock, CLOCK_MONOTONIC and
@@ -30,5 +73,35 @@ struct clk_calib {
 };
 void clk_calibrate(uint32_t clock, const struct clk_sample *a, const struct clk_sample *b,
 		   struct clk_calib *ret);
+
+/* ---- clock_check.c (recorder only) ---------------------------------------- */
+
+/* Cross-CPU consistency of the TSC: one thread pinned to each usable CPU,
+ * taking turns reading rdtscp under a shared counter; a reading older
+ * than the one taken just before on another CPU fails the check. The
+ * skew bound is the largest, over the ordered pairs of CPUs seen, of the
+ * smallest hand-over gap (a CPU's offset to the one before it is less
+ * than that). RINGTRACE_CLOCK_CHECK=fail (tests only) fails it. */
+struct clk_check {
+	int passed;
+	int ncpus;                   /* CPUs that took part */
+	uint64_t handovers;          /* readings that followed one on another CPU */
+	uint64_t back_ns;            /* failed: the largest step back */
+	int back_from, back_to;      /* failed: between these CPUs */
+	uint64_t skew_ns;            /* passed: the bound on the skew */
+	int forced;                  /* failed by the test hook */
+};
+int clk_check_tsc(unsigned budget_ms, struct clk_check *ret);
+
+/* Over samples s[0..n-1] taken during a recording (n >= 2): the largest
+ * departure, in ns, of CLOCK_MONOTONIC from what the TSC predicts between
+ * consecutive samples at the median interval's rate, beyond what a
+ * 500 ppm slew of CLOCK_MONOTONIC explains (0: no jump), and the drift of
+ * the last interval's rate against the first's in ppm (0 when n < 3). */
+struct clk_drift {
+	uint64_t jump_ns;
+	double drift_ppm;
+};
+void clk_drift(const struct clk_sample *s, size_t n, struct clk_drift *ret);
 
 #endif

@@ -167,7 +167,18 @@ static int region_alloc(struct region *r)
 	p.sb_size = ctl->cfg_sb_size;
 	p.nsb = ctl->cfg_nsb;
 	p.mode = ctl->cfg_mode;
-	p.clock = (uint32_t)clk_choose();
+	/* The CPU's word alone: the recorder's cross-CPU check costs threads
+	 * and milliseconds the program should not pay. */
+	struct clk_inputs ci;
+	struct clk_choice cc;
+	clk_inputs_read(&ci);
+	clk_decide(&ci, &cc);
+	p.clock = cc.clock;
+	static int clock_told;
+	if (ci.override == CLK_OVERRIDE_BAD && !clock_told) {
+		clock_told = 1;
+		reg_message("ringtrace: RINGTRACE_CLOCK is not a clock (tsc or monotonic): chose as if unset, %s", cc.why);
+	}
 	p.reg_size = RB_DEFAULT_REG;
 	/* Room for the stacks of events declared with one (sparse until
 	 * used: an untouched map costs no memory); all events carry one in
