@@ -258,16 +258,22 @@ static int bench_two_threads(const struct bench_opts *o, bench_loop_fn fn)
 	return 0;
 }
 
-/* ---- fire as fast as possible for a while (record rate) ------------------ */
+/* ---- fire for a while (record rate) ---------------------------------------- */
 
-static int bench_burst(const struct bench_opts *o, double seconds)
+/* As fast as possible, or at `rate` events per second (0: no limit): then
+ * in chunks of 4096 events, each waiting (spinning on the clock) until the
+ * schedule allows it, so that a recorder that keeps up loses nothing. */
+static int bench_burst(const struct bench_opts *o, double seconds, double rate)
 {
-	const uint64_t chunk = 1 << 16;
+	const uint64_t chunk = rate > 0 ? 4096 : 1 << 16;
 	uint64_t n = 0;
 	bench_pin(o->cpu);
 	uint64_t t0 = bench_now_ns(), t1;
 	uint64_t end = t0 + (uint64_t)(seconds * 1e9);
 	do {
+		if (rate > 0)
+			while (bench_now_ns() - t0 < (uint64_t)((double)n * 1e9 / rate))
+				;
 		loop_two_ints(chunk);
 		n += chunk;
 		t1 = bench_now_ns();
@@ -322,7 +328,7 @@ static int bench_usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s MODE [--iters N] [--runs R] [--cpu C] [--label L] [--no-warmup]\n"
-		"  MODE: LOOP[,LOOP...] | enabled2 | rdtsc2 | count N | burst SECONDS\n"
+		"  MODE: LOOP[,LOOP...] | enabled2 | rdtsc2 | count N | burst SECONDS [--rate R]\n"
 		"  LOOP: empty | disabled | enabled | str16 | rdtsc | clock_gettime\n"
 		"        (disabled and enabled are the same two-u32 loop, named for the\n"
 		"        state the run expects); several loops are interleaved run by run,\n"
@@ -330,7 +336,7 @@ static int bench_usage(const char *argv0)
 		"  enabled2, rdtsc2: the two-u32 or the rdtsc loop on two threads, on CPU C\n"
 		"  and C+1 (rdtsc2 shows what the machine itself loses when both run).\n"
 		"  count N: fire N two-u32 events, untimed. burst SECONDS: fire for that\n"
-		"  long and print the count.\n", argv0);
+		"  long and print the count (--rate R: at most R events per second).\n", argv0);
 	return 2;
 }
 
@@ -338,7 +344,7 @@ static int bench_main(int argc, char **argv)
 {
 	struct bench_opts o = { 10000000, 5, 1, 0, NULL };
 	const char *mode;
-	double arg = 0;
+	double arg = 0, rate = 0;
 	int i = 2;
 
 	if (argc < 2)
@@ -361,6 +367,8 @@ static int bench_main(int argc, char **argv)
 			o.label = argv[++i];
 		else if (!strcmp(argv[i], "--no-warmup"))
 			o.warmup = 0;
+		else if (!strcmp(argv[i], "--rate") && i + 1 < argc && !strcmp(mode, "burst"))
+			rate = strtod(argv[++i], NULL);
 		else
 			return bench_usage(argv[0]);
 	}
@@ -386,7 +394,7 @@ static int bench_main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "burst"))
-		return bench_burst(&o, arg > 0 ? arg : 2);
+		return bench_burst(&o, arg > 0 ? arg : 2, rate > 0 ? rate : 0);
 	if (!strcmp(mode, "enabled2") || !strcmp(mode, "rdtsc2")) {
 		if (!o.label)
 			o.label = mode;

@@ -15,7 +15,11 @@
 #    exit (which includes saving what was still buffered), bytes per event,
 #    and, when events were lost, in how many bursts (from the packets'
 #    events_discarded counts; needs python3).
-# 2. size: exactly 1 M events, counted again with babeltrace2 (when it is
+# 2. paced: the same, with the writer held to BENCH_PACED_RATE events per
+#    second (default 20 M, the target): whether the recorder keeps up with a
+#    program at that rate, losing nothing (the first run's writer may fire
+#    faster than any recorder writes).
+# 3. size: exactly 1 M events, counted again with babeltrace2 (when it is
 #    installed) and compared with the recorder's count, so that the bytes per
 #    event figure rests on a trace that a CTF reader accepts; the same method
 #    as for LTTng in bench/lttng/lttng-bench.sh.
@@ -110,7 +114,27 @@ PY
 fi
 rm -rf "$TMP/rate"
 
-# ---- 2. size ----------------------------------------------------------------
+# ---- 2. paced -----------------------------------------------------------------
+PACED=${BENCH_PACED_RATE:-20000000}
+taskset -c 1 "$RT" record -o "$TMP/paced" --mode discard -- "$TP" burst "$SECS" --rate "$PACED" --cpu 0 \
+	>"$TMP/paced.out" 2>"$TMP/paced.err"
+rc=$?
+rec=$(summary "$TMP/paced.err" 'events recorded')
+lost=$(summary "$TMP/paced.err" lost)
+fired=$(awk '$1 == "result" && $2 == "burst_events" { print $3 }' "$TMP/paced.out")
+secs=$(awk '$1 == "result" && $2 == "burst_seconds" { print $3 }' "$TMP/paced.out")
+if [ $rc -ne 0 ] || [ -z "$rec" ] || [ -z "$secs" ]; then
+	note "paced run failed (exit $rc); recorder said: $(tr '\n' ' ' <"$TMP/paced.err")"
+else
+	awk -v r="$rec" -v l="$lost" -v f="$fired" -v s="$secs" -v p="$PACED" 'BEGIN {
+		printf "result record_paced_rate %.0f recorded=%d fired=%d lost=%d writer_s=%.3f asked=%d\n",
+		       r / s, r, f, l, s, p
+		printf "result record_paced_lost %d\n", l
+	}'
+fi
+rm -rf "$TMP/paced"
+
+# ---- 3. size ----------------------------------------------------------------
 taskset -c 1 "$RT" record -o "$TMP/size" --mode discard -- "$TP" count "$COUNT" --cpu 0 \
 	>/dev/null 2>"$TMP/size.err"
 rc=$?
