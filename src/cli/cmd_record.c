@@ -43,6 +43,7 @@
 #include "cli/disk_room.h"
 #include "cli/mem_agg_io.h"
 #include "common/clock.h"
+#include "common/packet_layout.h"
 #include "common/sig.h"
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
@@ -622,7 +623,7 @@ static void write_packet(struct rec *r, const struct rb_packet *pkt)
 		done += (size_t)k;
 	}
 	r->bytes += pkt->len;
-	memcpy(&r->disc_written[pkt->cpu], pkt->data + RB_PKT_DISCARDED, 8);
+	memcpy(&r->disc_written[pkt->cpu], pkt->data + PKT_OFF(events_discarded), 8);
 	r->wrote[pkt->cpu] = 1;
 }
 
@@ -3024,7 +3025,7 @@ static int show_add(struct show_pkt **v, size_t *n, size_t *cap, const struct rb
 	p->len = pkt->len;
 	p->cpu = pkt->cpu;
 	uint64_t seq;
-	memcpy(&seq, pkt->data + 64, 8);
+	memcpy(&seq, pkt->data + PKT_OFF(packet_seq_num), 8);
 	p->seq = seq;
 	p->skip = sc->seq == seq ? sc->printed : 0;
 	p->peek = peek;

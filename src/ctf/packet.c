@@ -57,17 +57,17 @@ int ctf_enc_packet_header(struct ctf_enc *e, const struct ctf_packet_info *p)
 	}
 	uint8_t *b = e->buf;
 	memset(b, 0, CTF_PACKET_HEADER_SIZE);
-	ctf_store(b + 0, p->magic ? p->magic : CTF_MAGIC, 4, e->be);
-	memcpy(b + 4, p->uuid, 16);
-	ctf_store(b + 20, p->stream_id, 4, e->be);
-	ctf_store(b + 24, p->stream_instance_id, 8, e->be);
-	ctf_store(b + 32, p->ts_begin, 8, e->be);
-	ctf_store(b + 40, p->ts_end, 8, e->be);
-	ctf_store(b + 48, p->content_size, 8, e->be);
-	ctf_store(b + 56, p->packet_size, 8, e->be);
-	ctf_store(b + 64, p->seq, 8, e->be);
-	ctf_store(b + 72, p->discarded, 8, e->be);
-	ctf_store(b + 80, p->cpu_id, 4, e->be);
+	ctf_store(b + PKT_OFF(magic), p->magic ? p->magic : CTF_MAGIC, 4, e->be);
+	memcpy(b + PKT_OFF(uuid), p->uuid, 16);
+	ctf_store(b + PKT_OFF(stream_id), p->stream_id, 4, e->be);
+	ctf_store(b + PKT_OFF(stream_instance_id), p->stream_instance_id, 8, e->be);
+	ctf_store(b + PKT_OFF(timestamp_begin), p->ts_begin, 8, e->be);
+	ctf_store(b + PKT_OFF(timestamp_end), p->ts_end, 8, e->be);
+	ctf_store(b + PKT_OFF(content_size), p->content_size, 8, e->be);
+	ctf_store(b + PKT_OFF(packet_size), p->packet_size, 8, e->be);
+	ctf_store(b + PKT_OFF(packet_seq_num), p->seq, 8, e->be);
+	ctf_store(b + PKT_OFF(events_discarded), p->discarded, 8, e->be);
+	ctf_store(b + PKT_OFF(cpu_id), p->cpu_id, 4, e->be);
 	e->off = CTF_PACKET_HEADER_SIZE;
 	return 0;
 }

@@ -25,10 +25,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/packet_layout.h"
 #include "common/sig.h"
 
-#define CTF_PACKET_HEADER_SIZE 84u
-#define CTF_MAGIC              0xC1FC1FC1u
+#define CTF_PACKET_HEADER_SIZE ((unsigned)PKT_HDR_LEN)
+#define CTF_MAGIC              CTF_PACKET_MAGIC
 #define CTF_EV_ID_EXTENDED     31u
 #define CTF_COMPACT_TS_BITS    27u
 

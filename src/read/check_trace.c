@@ -29,10 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/packet_layout.h"
 #include "read/decode.h"
 #include "read/stream.h"
 
-#define CK_MAGIC          0xC1FC1FC1u
 #define CK_FIRST_READ     4096u
 #define CK_EVENT_VALUES   (1u << 20)   /* values of one event */
 /*
@@ -381,9 +381,9 @@ static int over_budget(struct rd_check *c, struct ck_file *f, uint64_t off)
 
 static void report_magic(struct rd_check *c, struct ck_file *f)
 {
-	if (c->pk.has[F_MAGIC] && c->pk.val[F_MAGIC] != CK_MAGIC)
+	if (c->pk.has[F_MAGIC] && c->pk.val[F_MAGIC] != CTF_PACKET_MAGIC)
 		PKT_PROBLEM(c, f, F_MAGIC, "bad magic number 0x%08llx (a CTF packet starts with 0x%08x)",
-			    (unsigned long long)c->pk.val[F_MAGIC], CK_MAGIC);
+			    (unsigned long long)c->pk.val[F_MAGIC], CTF_PACKET_MAGIC);
 }
 
 static void format_uuid(const uint8_t u[16], char out[37])

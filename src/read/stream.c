@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CTF_MAGIC 0xC1FC1FC1u
+#include "common/packet_layout.h"
+
 #define FIRST_READ 4096u
 
 __attribute__((format(printf, 2, 3)))
@@ -72,7 +73,7 @@ static void on_int(void *ctx, struct rd_decoder *d, const struct rd_type *t, con
 	}
 	/* Seen even if the header is cut short: a random file says "bad magic". */
 	if (d->scope == RD_SCOPE_PACKET_HEADER && d->depth == 1 && name && !strcmp(name, "magic") &&
-	    v != CTF_MAGIC) {
+	    v != CTF_PACKET_MAGIC) {
 		s->bad_magic = 1;
 		s->magic = v;
 	}

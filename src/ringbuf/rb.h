@@ -22,8 +22,6 @@
 #define RB_DEFAULT_SB     (256u * 1024)
 #define RB_DEFAULT_NSB    8
 #define RB_DEFAULT_REG    (256u * 1024)
-/* Offset of events_discarded (u64) in a packet (docs/design.md section 3). */
-#define RB_PKT_DISCARDED  72
 
 struct rb_params {
 	uint32_t ncpus;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/packet_layout.h"
 #include "ringbuf/rb.h"
 #include "ringbuf/rb_lap.h"
 
@@ -141,9 +142,9 @@ uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb)
  */
 static void keep_discarded_monotonic(struct rb_rcpu *rc, char *p)
 {
-	uint64_t d = get64(p + RB_PKT_DISCARDED);
+	uint64_t d = get64(p + PKT_OFF(events_discarded));
 	if (d < rc->disc)
-		memcpy(p + RB_PKT_DISCARDED, &rc->disc, 8);
+		memcpy(p + PKT_OFF(events_discarded), &rc->disc, 8);
 	else
 		rc->disc = d;
 }
@@ -153,12 +154,13 @@ static int packet_valid(const struct ringtrace__rb *rb, const char *p, uint32_t 
 			uint64_t pos, uint64_t *ret_len)
 {
 	uint32_t magic;
-	memcpy(&magic, p, 4);
-	uint64_t content = get64(p + 48);
-	if (magic != 0xC1FC1FC1u || get64(p + 56) != content || (content & 7) ||
-	    content / 8 < RINGTRACE__PKT_HDR || content / 8 >= rb->sb_mask + 1 ||
-	    get64(p + 24) != cpu || get64(p + 64) != pos >> rb->sb_shift ||
-	    memcmp(p + 4, rb->hdr->uuid, 16) != 0)
+	memcpy(&magic, p + PKT_OFF(magic), 4);
+	uint64_t content = get64(p + PKT_OFF(content_size));
+	if (magic != CTF_PACKET_MAGIC || get64(p + PKT_OFF(packet_size)) != content || (content & 7) ||
+	    content / 8 < PKT_HDR_LEN || content / 8 >= rb->sb_mask + 1 ||
+	    get64(p + PKT_OFF(stream_instance_id)) != cpu ||
+	    get64(p + PKT_OFF(packet_seq_num)) != pos >> rb->sb_shift ||
+	    memcmp(p + PKT_OFF(uuid), rb->hdr->uuid, 16) != 0)
 		return 0;
 	*ret_len = content / 8;
 	return 1;
@@ -354,14 +356,14 @@ static void cut_copy(struct rb_reader *r, const struct ringtrace__rb_percpu *pc,
 {
 	char *h = r->copy;
 	uint64_t v = keep * 8;
-	memcpy(h + 48, &v, 8);
-	memcpy(h + 56, &v, 8);
+	memcpy(h + PKT_OFF(content_size), &v, 8);
+	memcpy(h + PKT_OFF(packet_size), &v, 8);
 	if (set_end)
-		memcpy(h + 40, &end_ts, 8);
+		memcpy(h + PKT_OFF(timestamp_end), &end_ts, 8);
 	v = rb_cpu_discarded(pc->ctl);
 	if (v < r->cpu[cpu].disc)
 		v = r->cpu[cpu].disc;
-	memcpy(h + RB_PKT_DISCARDED, &v, 8);
+	memcpy(h + PKT_OFF(events_discarded), &v, 8);
 	/* A peek takes nothing: the same records come again. */
 	if (take)
 		r->cpu[cpu].disc = v;
@@ -415,7 +417,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		uint32_t magic;
 		memcpy(&magic, r->copy, 4);
 		uint64_t committed_events = rb_lap_events(s, ow);
-		if (magic != 0xC1FC1FC1u) {
+		if (magic != CTF_PACKET_MAGIC) {
 			/* Its opener died before writing the header. */
 			r->st.corrupt++;
 			r->st.corrupt_events += committed_events;
@@ -428,7 +430,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 		} else {
 			/* Records reserved but never committed: keep what comes
 			 * before the first of them. */
-			uint64_t bound = last ? used : (get64(r->copy + 48) / 8);
+			uint64_t bound = last ? used : (get64(r->copy + PKT_OFF(content_size)) / 8);
 			if (bound < RINGTRACE__PKT_HDR || bound > sb)
 				bound = used;
 			/* Every sub-buffer was zero before its lap began (the
@@ -441,7 +443,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 				rc->lost += committed_events - keep_events;
 			}
 		}
-		cut_copy(r, pc, cpu, keep, keep_events, last || get64(r->copy + 40) < get64(r->copy + 32), end_ts,
+		cut_copy(r, pc, cpu, keep, keep_events, last || get64(r->copy + PKT_OFF(timestamp_end)) < get64(r->copy + PKT_OFF(timestamp_begin)), end_ts,
 			 1, pkt);
 		__atomic_store_n(&pc->ctl->read_subbufs, pc->ctl->read_subbufs + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&pc->ctl->read_events, pc->ctl->read_events + pkt->events, __ATOMIC_RELAXED);
@@ -519,7 +521,7 @@ int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, voi
 	forward_copy(r->copy, pc->data + (rpos & rb->buf_mask), bound);
 	uint32_t magic;
 	memcpy(&magic, r->copy, 4);
-	if (magic != 0xC1FC1FC1u || bound < RINGTRACE__PKT_HDR)
+	if (magic != CTF_PACKET_MAGIC || bound < RINGTRACE__PKT_HDR)
 		return 0; /* its opener has not written the header yet */
 	/* Still the same lap: the copy is of this sub-buffer (overwrite mode
 	 * reuses a slot only once it is closed, and we looked at it open). */

@@ -22,22 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/packet_layout.h"
 #include "lib/rcu.h"
 #include "ringbuf/rb.h"
 #include "ringbuf/rb_lap.h"
-
-/* The CTF packet header/context offsets (docs/design.md section 3). */
-#define PKT_MAGIC      0
-#define PKT_UUID       4
-#define PKT_STREAM_ID  20
-#define PKT_INSTANCE   24
-#define PKT_TS_BEGIN   32
-#define PKT_TS_END     40
-#define PKT_CONTENT    48
-#define PKT_SIZE       56
-#define PKT_SEQ        64
-#define PKT_DISCARDED  72
-#define PKT_CPU        80
 
 #define THR_REC_LEN    (RINGTRACE__EV_COMPACT + 4)
 
@@ -206,10 +194,10 @@ static void close_packet(struct ringtrace__wctx *c, struct ringtrace__rb_percpu 
 {
 	struct ringtrace__rb *rb = c->rb;
 	char *p = pc->data + (start & rb->buf_mask);
-	put64(p + PKT_TS_END, ts);
-	put64(p + PKT_CONTENT, used * 8);
-	put64(p + PKT_SIZE, used * 8);
-	put64(p + PKT_DISCARDED, rb_cpu_discarded(pc->ctl));
+	put64(p + PKT_OFF(timestamp_end), ts);
+	put64(p + PKT_OFF(content_size), used * 8);
+	put64(p + PKT_OFF(packet_size), used * 8);
+	put64(p + PKT_OFF(events_discarded), rb_cpu_discarded(pc->ctl));
 	struct ringtrace__wctx pad = *c;
 	pad.slot = rb_slot_of(rb, start);
 	/* The padding completes the lap; the release in the commit publishes
@@ -224,13 +212,13 @@ static void open_packet(struct ringtrace__rb *rb, struct ringtrace__rb_percpu *p
 			uint64_t next, uint64_t ts)
 {
 	char *p = pc->data + (next & rb->buf_mask);
-	put32(p + PKT_MAGIC, 0xC1FC1FC1u);
-	memcpy(p + PKT_UUID, rb->hdr->uuid, 16);
-	put32(p + PKT_STREAM_ID, 0);
-	put64(p + PKT_INSTANCE, cpu);
-	put64(p + PKT_TS_BEGIN, ts);
-	put64(p + PKT_SEQ, next >> rb->sb_shift);
-	put32(p + PKT_CPU, cpu);
+	put32(p + PKT_OFF(magic), CTF_PACKET_MAGIC);
+	memcpy(p + PKT_OFF(uuid), rb->hdr->uuid, 16);
+	put32(p + PKT_OFF(stream_id), 0);
+	put64(p + PKT_OFF(stream_instance_id), cpu);
+	put64(p + PKT_OFF(timestamp_begin), ts);
+	put64(p + PKT_OFF(packet_seq_num), next >> rb->sb_shift);
+	put32(p + PKT_OFF(cpu_id), cpu);
 	/* Not the end fields: the opener may be preempted after its state
 	 * commit while others fill this sub-buffer and close it; they belong
 	 * to close_packet() alone. */
