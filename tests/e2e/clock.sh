@@ -26,7 +26,6 @@ clean_ctl() {
 }
 SPID=""
 trap '[ -n "$SPID" ] && kill "$SPID" 2>/dev/null; wait 2>/dev/null; clean_ctl; rm -rf "$T"' EXIT
-DEMO=$BUILD/examples/demo
 SERVER=$BUILD/examples/server
 TO=60
 unset RINGTRACE_CLOCK RINGTRACE_CLOCK_CPU_INVARIANT RINGTRACE_CLOCKSOURCE RINGTRACE_CLOCK_CHECK RINGTRACE_NO_RSEQ

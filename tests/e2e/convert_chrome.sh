@@ -17,8 +17,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup convert "${1:-build}"
-PROGS=$BUILD/tests/e2e
-DEMO=$BUILD/examples/demo
 MP=$PROGS/memprog
 export RINGTRACE_MALLOC_LIB=$BUILD/lib/libringtrace-malloc.so
 CHECK="python3 $REPO/tests/e2e/chrome_check.py"

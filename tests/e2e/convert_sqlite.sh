@@ -21,8 +21,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup convert-sqlite "${1:-build}"
-PROGS=$BUILD/tests/e2e
-DEMO=$BUILD/examples/demo
 LIM=120
 cleanup() { cd / && rm -rf "$T"; }
 trap cleanup EXIT

@@ -52,13 +52,16 @@ have() {
 	return $r
 }
 
-# e2e_setup TAG [BUILD_DIR]: BUILD (absolute; default build), RT, and a
-# scratch directory T made the current one (the caller's EXIT trap removes
-# it). Needs REPO.
+# e2e_setup TAG [BUILD_DIR]: BUILD (absolute; default build), RT, PROGS (the
+# test programs), DEMO, CTFGEN, and a scratch directory T made the current
+# one (the caller's EXIT trap removes it). Needs REPO.
 e2e_setup() {
 	BUILD=${2:-build}
 	case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 	RT=$BUILD/bin/ringtrace
+	PROGS=$BUILD/tests/e2e
+	DEMO=$BUILD/examples/demo
+	CTFGEN=$BUILD/tests/tools/ctf_gen
 	T=$(mktemp -d "${TMPDIR:-/tmp}/ringtrace-$1.XXXXXX") || exit 1
 	cd "$T" || exit 1
 }

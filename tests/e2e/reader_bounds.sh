@@ -20,7 +20,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup reader-bounds "${1:-build}"
-CTFGEN=$BUILD/tests/tools/ctf_gen
 LIM=30
 cleanup() { cd / && rm -rf "$T"; }
 trap cleanup EXIT

@@ -21,9 +21,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup readers "${1:-build}"
-PROGS=$BUILD/tests/e2e
-DEMO=$BUILD/examples/demo
-CTFGEN=$BUILD/tests/tools/ctf_gen
 LIM=60
 cleanup() { cd / && rm -rf "$T"; }
 trap cleanup EXIT

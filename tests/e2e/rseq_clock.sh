@@ -15,7 +15,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup rseq-clock "${1:-build}"
-PROGS=$BUILD/tests/e2e
 LIM=120
 cleanup() { cd / && rm -rf "$T"; }
 trap cleanup EXIT

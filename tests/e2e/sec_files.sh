@@ -27,7 +27,6 @@ ulimit -c 0
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/e2e/harness.sh"
 e2e_setup sec-files "${1:-build}"
-DEMO=$BUILD/examples/demo
 MP=$BUILD/tests/e2e/memprog
 export RINGTRACE_MALLOC_LIB=$BUILD/lib/libringtrace-malloc.so
 TO=120
