@@ -345,6 +345,14 @@ RINGTRACE__INLINE void ringtrace__put_hdr(char *p, uint32_t id, uint64_t ts, int
 	".quad 3b\n\t"                                                          \
 	".popsection\n\t"
 
+/* Point the thread's rseq_cs at the descriptor above (label 3) and open
+ * the section (label 1). Needs the operand [off] = __rseq_offset and
+ * clobbers rax. */
+#define RINGTRACE__RSEQ_ENTER                                                   \
+	"leaq 3b(%%rip), %%rax\n\t"                                              \
+	"movq %%rax, %%fs:8(%[off])\n\t"                                         \
+	"1:\n\t"
+
 #define RINGTRACE__RSEQ_ABORT(label)                                            \
 	".pushsection __rseq_failure, \"ax\"\n\t"                               \
 	".byte 0x0f, 0xb9, 0x3d\n\t"                                            \
@@ -390,9 +398,7 @@ RINGTRACE__INLINE int ringtrace__rseq_reserve(uint64_t *state, uint64_t expect, 
 	uint64_t ts;
 	__asm__ __volatile__ goto(
 		RINGTRACE__RSEQ_CS(1, 2, 4)
-		"leaq 3b(%%rip), %%rax\n\t"
-		"movq %%rax, %%fs:8(%[off])\n\t"
-		"1:\n\t"
+		RINGTRACE__RSEQ_ENTER
 		"rdtsc\n\t"
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jnz %l[abort]\n\t"
@@ -431,9 +437,7 @@ RINGTRACE__INLINE int ringtrace__rseq_cmpstore(uint64_t *state, uint64_t expect,
 {
 	__asm__ __volatile__ goto(
 		RINGTRACE__RSEQ_CS(1, 2, 4)
-		"leaq 3b(%%rip), %%rax\n\t"
-		"movq %%rax, %%fs:8(%[off])\n\t"
-		"1:\n\t"
+		RINGTRACE__RSEQ_ENTER
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jnz %l[abort]\n\t"
 		"cmpq %[expect], %[v]\n\t"
@@ -503,9 +507,7 @@ RINGTRACE__INLINE int ringtrace__rseq_add16(uint64_t *pair, ringtrace__v2di inc,
 {
 	__asm__ __volatile__ goto(
 		RINGTRACE__RSEQ_CS(1, 2, 4)
-		"leaq 3b(%%rip), %%rax\n\t"
-		"movq %%rax, %%fs:8(%[off])\n\t"
-		"1:\n\t"
+		RINGTRACE__RSEQ_ENTER
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jnz %l[abort]\n\t"
 		"movdqu %[v], %%xmm0\n\t"
