@@ -153,17 +153,14 @@ struct rec {
 	struct clk_sample c0;
 	uint8_t uuid[16];
 	/* The clock: why (record's line and the env), the cross-CPU check,
-	 * and samples of the TSC against CLOCK_MONOTONIC every clk_every_ms
+	 * and samples of the TSC against CLOCK_MONOTONIC (clk_watch)
 	 * during the recording, for the drift and jump checks at the end. */
 	char clock_why[256];
 	char clock_bad[128];
 	struct clk_check check;
-	struct clk_sample *csamp;
-	size_t ncsamp;
-	uint64_t clk_every_ms, clk_last_ms;
+	struct clk_watch watch;
 	struct clk_drift drift;
 	char drift_str[32];
-	int64_t test_jump_ns;        /* RINGTRACE_CLOCK_TEST_JUMP_NS (tests only) */
 };
 
 static volatile sig_atomic_t got_term;
@@ -799,10 +796,6 @@ static struct ctf_thread_name *thread_names(const struct rec *r)
 
 static uint64_t mono_ms(void);
 
-/* At most this many samples: past it, every other one goes and the
- * period doubles (a day-long recording keeps a sample every few minutes). */
-#define CLK_SAMPLES_MAX 1024
-
 /* The value of an environment variable, fit to print on one line. */
 static void printable(const char *s, char *buf, size_t size)
 {
@@ -849,13 +842,13 @@ static void choose_clock(struct rec *r)
 			 c.why, (unsigned long long)r->check.back_ns, r->check.back_from, r->check.back_to);
 	else
 		snprintf(r->clock_why, sizeof(r->clock_why), "%s", c.why);
-	r->clk_every_ms = 1000;
-	r->clk_last_ms = mono_ms();
+	r->watch.every_ms = 1000;
+	r->watch.last_ms = mono_ms();
 	/* Tests only: CLOCK_MONOTONIC steps by this much against the TSC
 	 * from the second periodic sample on, as a migrated VM's would. */
 	const char *tj = getenv("RINGTRACE_CLOCK_TEST_JUMP_NS");
 	if (tj)
-		r->test_jump_ns = strtoll(tj, NULL, 10);
+		r->watch.test_jump_ns = strtoll(tj, NULL, 10);
 }
 
 /* Once the recording runs (bad input stays one line): the clock and why. */
@@ -866,52 +859,13 @@ static void say_clock(const struct rec *r)
 	fprintf(stderr, PFX "clock %s\n", r->clock_why);
 }
 
-/* Called from the recorder's loop: a sample of the TSC against
- * CLOCK_MONOTONIC now and then (a few microseconds each). */
-static void clock_tick(struct rec *r, uint64_t now_ms)
-{
-	if (r->clock != RINGTRACE__CLOCK_TSC || !r->clk_every_ms || now_ms - r->clk_last_ms < r->clk_every_ms)
-		return;
-	r->clk_last_ms = now_ms;
-	if (!r->csamp) {
-		/* One more for the final sample. */
-		r->csamp = calloc(CLK_SAMPLES_MAX + 1, sizeof(*r->csamp));
-		if (!r->csamp) {
-			r->clk_every_ms = 0;
-			return;
-		}
-		r->csamp[0] = r->c0;
-		r->ncsamp = 1;
-	}
-	if (r->ncsamp == CLK_SAMPLES_MAX) {
-		for (size_t i = 1; i < CLK_SAMPLES_MAX / 2; i++)
-			r->csamp[i] = r->csamp[2 * i];
-		r->ncsamp = CLK_SAMPLES_MAX / 2;
-		r->clk_every_ms *= 2;
-	}
-	clk_sample(r->clock, &r->csamp[r->ncsamp]);
-	if (r->ncsamp >= 2)
-		r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
-	r->ncsamp++;
-}
-
 /* The end of the recording, c1 its last sample: did the TSC keep to
  * CLOCK_MONOTONIC? (Drift in ppm, and the size of any jump.) */
 static void clock_drift_end(struct rec *r, const struct clk_sample *c1)
 {
-	if (r->clock != RINGTRACE__CLOCK_TSC || !r->clk_every_ms)
+	if (r->clock != RINGTRACE__CLOCK_TSC)
 		return;
-	struct clk_sample two[2] = { r->c0, *c1 };
-	size_t n = 2;
-	if (r->csamp) {
-		r->csamp[r->ncsamp] = *c1;
-		if (r->ncsamp >= 2)
-			r->csamp[r->ncsamp].mono_ns += (uint64_t)r->test_jump_ns;
-		n = r->ncsamp + 1;
-		clk_drift(r->csamp, n, &r->drift);
-	} else {
-		clk_drift(two, 2, &r->drift);
-	}
+	size_t n = clk_watch_end(&r->watch, &r->c0, c1, &r->drift);
 	/* A drift needs two intervals: "" for a recording under 2 s. */
 	if (n >= 3)
 		snprintf(r->drift_str, sizeof(r->drift_str), "%.3f", r->drift.drift_ppm);
@@ -1137,8 +1091,8 @@ static int reader_from_region(struct rec *r)
 	if (!r->clock_why[0])
 		snprintf(r->clock_why, sizeof(r->clock_why), "%s: as the program chose",
 			 r->clock == RINGTRACE__CLOCK_TSC ? "tsc" : "monotonic");
-	r->clk_every_ms = 1000;
-	r->clk_last_ms = mono_ms();
+	r->watch.every_ms = 1000;
+	r->watch.last_ms = mono_ms();
 	return 0;
 }
 
@@ -1237,7 +1191,7 @@ static void cleanup(struct rec *r)
 				close(r->fds[c]);
 		free(r->fds);
 	}
-	free(r->csamp);
+	clk_watch_free(&r->watch);
 	free(r->unwritten);
 	free(r->disc_written);
 	free(r->wrote);
@@ -1289,7 +1243,8 @@ static unsigned record_round(struct rec *r)
 	read_registry(r);
 	unsigned got = consume(r, r->nsb);
 	uint64_t now = mono_ms();
-	clock_tick(r, now);
+	if (r->clock == RINGTRACE__CLOCK_TSC)
+		clk_watch_tick(&r->watch, r->clock, &r->c0, now);
 	if (now - r->last_scan >= 50) {
 		scan_threads(r);
 		r->last_scan = now;

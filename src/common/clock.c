@@ -109,15 +109,6 @@ void clk_inputs_read(struct clk_inputs *ret)
 	ret->override = clk_override_parse(getenv("RINGTRACE_CLOCK"));
 }
 
-uint32_t clk_choose(void)
-{
-	struct clk_inputs in;
-	struct clk_choice c;
-	clk_inputs_read(&in);
-	clk_decide(&in, &c);
-	return c.clock;
-}
-
 static uint64_t ns_of(clockid_t id)
 {
 	struct timespec ts;

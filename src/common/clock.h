@@ -51,10 +51,6 @@ void clk_decide(const struct clk_inputs *in, struct clk_choice *ret);
  * kernel's clocksource. */
 void clk_inputs_read(struct clk_inputs *ret);
 
-/* clk_decide(clk_inputs_read()), without the check: what a program
- * creating its own buffers uses (cheap; no thread, no message). */
-uint32_t clk_choose(void);
-
 /* A simultaneous reading of the trace clock, CLOCK_MONOTONIC and
  * CLOCK_REALTIME, taken as the tightest of a few tries. */
 struct clk_sample {
@@ -103,5 +99,25 @@ struct clk_drift {
 	double drift_ppm;
 };
 void clk_drift(const struct clk_sample *s, size_t n, struct clk_drift *ret);
+
+/* The TSC watched against CLOCK_MONOTONIC during a recording: a sample
+ * every `every_ms` (1 s at first, doubled whenever the CLK_WATCH_MAX
+ * samples are full, keeping every other one), so that clk_drift() sees
+ * the whole recording in bounded memory. Zero it, then set every_ms and
+ * last_ms to start; every_ms 0 watches nothing. */
+#define CLK_WATCH_MAX 1024
+struct clk_watch {
+	struct clk_sample *s;        /* CLK_WATCH_MAX + 1 (room for the last) */
+	size_t n;
+	uint64_t every_ms, last_ms;
+	int64_t test_jump_ns;        /* RINGTRACE_CLOCK_TEST_JUMP_NS (tests only) */
+};
+/* A sample when one is due; c0 is the recording's first. */
+void clk_watch_tick(struct clk_watch *w, uint32_t clock, const struct clk_sample *c0, uint64_t now_ms);
+/* With c1 the last sample: drift and jumps over the recording, and how
+ * many samples they rest on (0: nothing watched, *ret untouched). */
+size_t clk_watch_end(struct clk_watch *w, const struct clk_sample *c0, const struct clk_sample *c1,
+		     struct clk_drift *ret);
+void clk_watch_free(struct clk_watch *w);
 
 #endif

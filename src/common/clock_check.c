@@ -1,7 +1,8 @@
 /*
  * clock_check.c - the recorder's checks of the TSC: before a recording, a
- * cross-CPU consistency test (clk_check_tsc), and after it, whether the
- * TSC kept its relation to CLOCK_MONOTONIC (clk_drift).
+ * cross-CPU consistency test (clk_check_tsc); during it, samples of the
+ * TSC against CLOCK_MONOTONIC (clk_watch); after it, whether the TSC kept
+ * that relation (clk_drift).
  *
  * Called by `ringtrace record` once at start (a few milliseconds, one
  * spinning thread per CPU) and once at the end; never inside the traced
@@ -241,4 +242,54 @@ void clk_drift(const struct clk_sample *s, size_t n, struct clk_drift *ret)
 			ret->drift_ppm = (double)((r1 - r0) / r0 * 1e6L);
 		}
 	}
+}
+
+void clk_watch_tick(struct clk_watch *w, uint32_t clock, const struct clk_sample *c0, uint64_t now_ms)
+{
+	if (!w->every_ms || now_ms - w->last_ms < w->every_ms)
+		return;
+	w->last_ms = now_ms;
+	if (!w->s) {
+		w->s = calloc(CLK_WATCH_MAX + 1, sizeof(*w->s));
+		if (!w->s) {
+			w->every_ms = 0;
+			return;
+		}
+		w->s[0] = *c0;
+		w->n = 1;
+	}
+	if (w->n == CLK_WATCH_MAX) {
+		for (size_t i = 1; i < CLK_WATCH_MAX / 2; i++)
+			w->s[i] = w->s[2 * i];
+		w->n = CLK_WATCH_MAX / 2;
+		w->every_ms *= 2;
+	}
+	clk_sample(clock, &w->s[w->n]);
+	if (w->n >= 2)
+		w->s[w->n].mono_ns += (uint64_t)w->test_jump_ns;
+	w->n++;
+}
+
+size_t clk_watch_end(struct clk_watch *w, const struct clk_sample *c0, const struct clk_sample *c1,
+		     struct clk_drift *ret)
+{
+	if (!w->every_ms)
+		return 0;
+	if (!w->s) {
+		struct clk_sample two[2] = { *c0, *c1 };
+		clk_drift(two, 2, ret);
+		return 2;
+	}
+	w->s[w->n] = *c1;
+	if (w->n >= 2)
+		w->s[w->n].mono_ns += (uint64_t)w->test_jump_ns;
+	clk_drift(w->s, w->n + 1, ret);
+	return w->n + 1;
+}
+
+void clk_watch_free(struct clk_watch *w)
+{
+	free(w->s);
+	w->s = NULL;
+	w->n = 0;
 }
