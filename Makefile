@@ -153,15 +153,6 @@ run: deps all
 bench: deps all $(O)/tests/e2e/snapwriter $(O)/tests/tools/snapstress
 	./bench/run.sh $(O)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/include/ringtrace $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/ringtrace/*.h $(DESTDIR)$(PREFIX)/include/ringtrace/
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libringtrace.so.0
-	ln -sf libringtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libringtrace.so
-	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/ringtrace
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' ringtrace.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringtrace.pc
-
 clean:
 	rm -rf build build-asan build-tsan build-clang build-fuzz
 
