@@ -193,6 +193,16 @@ if [ -x tests/e2e/readers.sh ]; then
 	suite "readers on odd trace directories, many threads, many event classes (gcc build)" tests/e2e/readers.sh build
 fi
 
+if [ -x tests/e2e/man.sh ]; then
+	suite "man pages: mandoc lint, every --help option in its page (gcc build)" tests/e2e/man.sh build
+fi
+if [ -x tests/e2e/install.sh ]; then
+	suite "the installed tree: pkg-config, record, mem, man, completion (gcc build)" tests/e2e/install.sh build
+fi
+if [ -x tests/e2e/errors.sh ]; then
+	suite "every error names its subject: missing paths, pids, options (gcc build)" tests/e2e/errors.sh build
+fi
+
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then
 	unit asan build-asan
