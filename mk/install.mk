@@ -49,12 +49,12 @@ MAN_NAMES = awk '/^\.Sh /{n = ($$2 == "NAME")} n && /^\.Nm /{print $$2}'
 
 .PHONY: install uninstall install-check
 # A prefix the user may not write into stops here, with the reason, before
-# anything is copied: the first directory of the path that exists must be
-# a writable directory.
+# anything is copied: the prefix is made (install would make it anyway) and
+# must then be a directory the user may write into.
 install-check:
-	@d='$(DESTDIR)$(PREFIX)'; while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
-	if [ ! -d "$$d" ] || [ ! -w "$$d" ]; then \
-	    echo "make install: cannot write into '$$d' (for PREFIX=$(PREFIX)$(if $(DESTDIR), DESTDIR=$(DESTDIR))): run as a user who may, or choose another PREFIX or DESTDIR" >&2; \
+	@d='$(DESTDIR)$(PREFIX)'; \
+	if ! err=$$(mkdir -p "$$d" 2>&1) || { [ ! -w "$$d" ] && err=": Permission denied"; }; then \
+	    echo "make install: cannot write into '$$d'$${err:+ ($${err##*: })}: run as a user who may, or choose another PREFIX or DESTDIR" >&2; \
 	    exit 1; \
 	fi
 
@@ -73,9 +73,9 @@ install: install-check all
 	chmod 644 '$(DESTDIR)$(LIBDIR)/pkgconfig/ringtrace.pc'
 	install -m 644 $(MAN1) '$(DESTDIR)$(MANDIR)/man1/'
 	install -m 644 $(MAN3) '$(DESTDIR)$(MANDIR)/man3/'
-	@set -e; for p in $(MAN1); do b=$$(basename $$p); \
+	@set -e; for p in $(MAN1) $(MAN3); do b=$$(basename $$p); s=$${b##*.}; \
 	    for n in $$($(MAN_NAMES) $$p); do \
-	        [ "$$n.1" = "$$b" ] || ln -sfn "$$b" '$(DESTDIR)$(MANDIR)/man1/'"$$n.1"; \
+	        [ "$$n.$$s" = "$$b" ] || ln -sfn "$$b" '$(DESTDIR)$(MANDIR)/man'"$$s/$$n.$$s"; \
 	    done; done
 	install -m 644 scripts/completion/ringtrace.bash '$(DESTDIR)$(BASHCOMPDIR)/ringtrace'
 	install -m 644 scripts/completion/_ringtrace '$(DESTDIR)$(ZSHCOMPDIR)/_ringtrace'
@@ -89,9 +89,8 @@ uninstall:
 	    '$(DESTDIR)$(LIBDIR)/libringtrace.so' '$(DESTDIR)$(LIBDIR)/libringtrace-malloc.so' \
 	    '$(DESTDIR)$(LIBDIR)/pkgconfig/ringtrace.pc' \
 	    $(foreach h,$(notdir $(wildcard include/ringtrace/*.h)),'$(DESTDIR)$(INCLUDEDIR)/ringtrace/$(h)') \
-	    $(foreach p,$(notdir $(MAN3)),'$(DESTDIR)$(MANDIR)/man3/$(p)') \
 	    '$(DESTDIR)$(BASHCOMPDIR)/ringtrace' '$(DESTDIR)$(ZSHCOMPDIR)/_ringtrace' \
 	    $(foreach d,$(notdir $(DOCS)),'$(DESTDIR)$(DOCDIR)/$(d)')
-	@set -e; for p in $(MAN1); do \
-	    for n in $$($(MAN_NAMES) $$p) $$(basename $$p .1); do rm -f '$(DESTDIR)$(MANDIR)/man1/'"$$n.1"; done; done
+	@set -e; for p in $(MAN1) $(MAN3); do b=$$(basename $$p); s=$${b##*.}; \
+	    for n in $$($(MAN_NAMES) $$p) $${b%.*}; do rm -f '$(DESTDIR)$(MANDIR)/man'"$$s/$$n.$$s"; done; done
 	-rmdir '$(DESTDIR)$(INCLUDEDIR)/ringtrace' '$(DESTDIR)$(DOCDIR)' 2>/dev/null
