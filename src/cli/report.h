@@ -2,12 +2,13 @@
  * report.h - the state of `ringtrace report` (cmd_report.c), shared with
  * its HTML writer (report_html.c).
  *
- * cmd_report.c replays the mem:* events (analyze/replay.h) into a
- * `struct report` (rows per call site and per stack, errors, totals), then prints
- * it as text, JSON or HTML. With --html the replay also keeps the heap
- * over time, the rows' live bytes at the peak and the rate of every event
- * type: the HTML is drawn from the same figures as the text report. One
- * thread; the report is built once and printed once.
+ * cmd_report.c is a consumer of the replay of the mem:* events
+ * (analyze/replay.h): it adds them up in a `struct report` (rows per call
+ * site and per stack, errors, totals), then prints it as text, JSON or
+ * HTML. With --html it also keeps the heap over time, the rows' live
+ * bytes at the peak and the rate of every event type: the HTML is drawn
+ * from the same figures as the text report. One thread; the report is
+ * built once and printed once.
  */
 #ifndef RINGTRACE_CLI_REPORT_H
 #define RINGTRACE_CLI_REPORT_H
