@@ -426,9 +426,10 @@ int pprof_add_sample(struct pprof *p, const uint64_t *addrs, size_t n, const int
 	uint64_t key = sample_hash(p->tmp_locs, n, p->tmp_labs, nlabels), *v;
 	while ((v = u64map_get(&p->smp_ix, key))) {
 		const struct psample *s = &p->smp[*v];
+		/* (memcmp only on non-empty arrays: the pools may be NULL.) */
 		if (s->nloc == n && s->nlab == nlabels &&
-		    !memcmp(&p->locs[s->loc], p->tmp_locs, n * sizeof(*p->tmp_locs)) &&
-		    !memcmp(&p->labs[s->lab], p->tmp_labs, nlabels * sizeof(*p->tmp_labs))) {
+		    (!n || !memcmp(&p->locs[s->loc], p->tmp_locs, n * sizeof(*p->tmp_locs))) &&
+		    (!nlabels || !memcmp(&p->labs[s->lab], p->tmp_labs, nlabels * sizeof(*p->tmp_labs)))) {
 			int64_t *sv = &p->vals[*v * p->nstype];
 			for (size_t i = 0; i < p->nstype; i++)
 				sv[i] = add_sat(sv[i], values[i]);
