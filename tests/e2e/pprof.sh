@@ -105,6 +105,8 @@ if [ -f t1.pb.gz ]; then
 	# The same stacks and counts as the folded output.
 	conv t1 --folded -o t1.folded
 	eq "folded total" "$(awk '{ s += $NF } END { print s }' t1.folded)" $((3 * N + 1))
+else
+	why "no t1.pb.gz"
 fi
 finish "events profile: pprof -traces shows one sample per stack with its count and event label"
 
