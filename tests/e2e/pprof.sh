@@ -6,7 +6,8 @@
 # id), every event with --stacks, the allocation profile of memprog's known
 # pattern (alloc/inuse objects and bytes per function, totals against
 # `ringtrace report`) with and without --stacks, empty traces (a valid empty
-# profile, and a line saying so), and bad arguments (one line each).
+# profile, and a line saying so), a damaged trace, and bad arguments (one
+# line each).
 #
 #   tests/e2e/pprof.sh [BUILD_DIR]        (MEM_PROGS_BUILD: see below)
 set -u
@@ -193,6 +194,22 @@ if have "$MP" "$RINGTRACE_MALLOC_LIB"; then
 	grep -q '^Type: inuse_space$' "$T/pp.out" || why "no inuse_space type in the empty allocation profile"
 fi
 finish "empty traces: a valid empty profile, and a line saying so"
+
+# ---- a trace damaged midway ------------------------------------------------
+begin
+if have "$PROG"; then
+	timeout -k 5 $LIM "$RT" record -o d1 -- "$PROG" 20000 >d1.out 2>d1.err || { why "record failed"; show d1.err; }
+	s=$(ls -S d1/stream_* 2>/dev/null | head -n 1)
+	[ -n "$s" ] && cut_midway "$s" || why "no stream to damage"
+	conv d1 --to pprof -o d1.pb.gz
+	eq "status" "$CRC" 1
+	eq "stderr lines" "$(wc -l <d1.cerr)" 1
+	grep -q "the profile covers the events before it" d1.cerr || { why "message:"; show d1.cerr; }
+	pp -top d1.pb.gz || { why "pprof cannot read the profile"; show "$T/pp.err"; }
+	total=$(sed -n 's/.*Total samples = \([0-9]*\).*/\1/p' "$T/pp.out")
+	[ "${total:-0}" -gt 0 ] && [ "${total:-0}" -lt 60001 ] || { why "total '$total': want some of the 60001 events"; show "$T/pp.out"; }
+fi
+finish "a trace damaged midway: the profile of the events before the damage, one line, status 1"
 
 # ---- bad arguments -------------------------------------------------------------
 # one_line WHAT WANT-STATUS PATTERN: the last conv failed with WANT-STATUS and
