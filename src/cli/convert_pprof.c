@@ -285,7 +285,7 @@ static int on_event(struct conv *c, const struct rd_item *it)
 	if (c->heap && p->mem == M_NONE)
 		return 0;
 	c->events++;
-	if (p->mem == M_FREE || p->mem == M_MUNMAP) {
+	if (c->heap && (p->mem == M_FREE || p->mem == M_MUNMAP)) {
 		/* Their stacks do not matter: a block stays its allocator's. */
 		c->with_stack++;
 		return replay(c, p, it->fields, -1);
