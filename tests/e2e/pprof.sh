@@ -28,7 +28,7 @@ LIM=120
 trap 'cd / && rm -rf "$T"' EXIT
 
 # Debian's pprof, built once into the build directory (Go's cache there
-# too, so that nothing outside it is written).
+# too, so that nothing outside it is written, removed once built).
 PPROF=$BUILD/tests/pprof/pprof
 if [ ! -x "$PPROF" ]; then
 	mkdir -p "$BUILD/tests/pprof"
@@ -36,6 +36,7 @@ if [ ! -x "$PPROF" ]; then
 		(cd /usr/share/gocode/src && GO111MODULE=off GOPATH=/usr/share/gocode \
 			GOCACHE="$BUILD/tests/pprof/gocache" timeout 900 go build -o "$PPROF.tmp" \
 			github.com/google/pprof) >"$T/gobuild.log" 2>&1 && mv "$PPROF.tmp" "$PPROF"
+		rm -rf "$BUILD/tests/pprof/gocache" "$PPROF.tmp"
 	fi
 fi
 export PPROF_TMPDIR=$T HOME=$T
