@@ -150,11 +150,11 @@ static int64_t str_index(struct pprof *p, const char *s)
 	if (!s || !*s)
 		return 0;
 	uint64_t key = u64map_str_key(s), *v;
-	while ((v = u64map_get(&p->str_ix, key)))
+	while ((v = u64map_get(&p->str_ix, key))) {
 		if (!strcmp(p->str[*v], s))
 			return (int64_t)*v;
-		else
-			key = u64map_next_key(key);
+		key = u64map_next_key(key);
+	}
 	if (grow(&p->str, &p->capstr, p->nstr + 1, sizeof(*p->str)) < 0)
 		return -ENOMEM;
 	char *d = strdup(s);
@@ -267,12 +267,13 @@ int pprof_add_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t 
 {
 	if (!p || start >= limit)
 		return -EINVAL;
+	if (p->nloc)
+		return -EBUSY; /* the locations made so far were placed without it */
 	int64_t f = str_index(p, file), b = str_index(p, build_id);
 	if (f < 0 || b < 0)
 		return -ENOMEM;
-	uint64_t key = u64map_mix(start ^ u64map_mix(limit ^ u64map_mix(offset ^ u64map_mix((uint64_t)f << 32 ^
-											     (uint64_t)b)))),
-		 *v;
+	uint64_t key = u64map_mix((uint64_t)f << 32 ^ (uint64_t)b), *v;
+	key = u64map_mix(start ^ u64map_mix(limit ^ u64map_mix(offset ^ key)));
 	while ((v = u64map_get(&p->map_ix, key))) {
 		const struct pmapping *m = &p->map[*v];
 		if (m->start == start && m->limit == limit && m->offset == offset && m->file == f && m->build_id == b)

@@ -79,8 +79,8 @@ int pprof_add_comment(struct pprof *p, const char *text);
  * id in hex (file and build_id may be NULL). The same object given twice
  * is kept once. Addresses are placed in the first mapping added that holds
  * them; add the main program first (pprof takes the first mapping as the
- * program). Returns its id (>= 1) or a negative errno; -EINVAL if start >=
- * limit.
+ * program). Mappings come before the first sample (-EBUSY afterwards).
+ * Returns its id (>= 1) or a negative errno; -EINVAL if start >= limit.
  */
 int pprof_add_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t offset, const char *file,
 		      const char *build_id);

@@ -643,6 +643,7 @@ static void test_errors(void **state)
 	assert_int_equal(pprof_add_sample(p, &a, 1, &one, &nokey, 1), -EINVAL);
 	assert_int_equal(pprof_add_sample(p, &a, 1, &one, NULL, 0), 0);
 	assert_int_equal(pprof_add_sample_type(p, "late", "count"), -EBUSY);
+	assert_int_equal(pprof_add_mapping(p, 0x0, 0x100, 0, "/late", NULL), -EBUSY);
 	assert_int_equal(pprof_set_symbolizer(p, fake_sym, NULL), -EBUSY);
 	assert_int_equal(pprof_heap_profile(p, NULL, 0, 0), -EINVAL);
 	pprof_free(p);
