@@ -504,6 +504,14 @@ int convert_pprof(const char *dir, const char *out, unsigned out_flags, const ch
 	}
 	struct conv c;
 	memset(&c, 0, sizeof(c));
+	/* The symboliser wants it absolute; a typo should not silently give
+	 * a profile without symbols. */
+	char *abs_debug = NULL;
+	if (debug_dir && !(abs_debug = realpath(debug_dir, NULL))) {
+		fprintf(stderr, PFX "cannot use --debug-dir '%s': %s\n", debug_dir, strerror(errno));
+		rd_trace_close(t);
+		return 1;
+	}
 	c.m = rd_trace_meta(t);
 	c.heap = has_class(c.m, "mem:alloc");
 	struct pprof *pp = NULL;
@@ -534,7 +542,7 @@ int convert_pprof(const char *dir, const char *out, unsigned out_flags, const ch
 		fprintf(stderr, PFX "%s: %s (the profile covers the events before it)\n", dir, rd_trace_errmsg(t));
 		status = 1;
 	}
-	k = build(&c, pp, dir, debug_dir);
+	k = build(&c, pp, dir, abs_debug);
 	if (k < 0) {
 		fprintf(stderr, PFX "%s: %s\n", dir, strerror(-k));
 		status = 1;
@@ -550,6 +558,7 @@ int convert_pprof(const char *dir, const char *out, unsigned out_flags, const ch
 		fprintf(stderr, PFX "%s has no events with a stack%s: wrote an empty profile to '%s'\n", dir,
 			has_stack_field(c.m) ? "" : " (record with --stacks)", out);
 out:
+	free(abs_debug);
 	pprof_free(pp);
 	conv_free(&c);
 	rd_trace_close(t);

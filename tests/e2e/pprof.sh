@@ -232,6 +232,10 @@ if [ -d t1 ]; then
 	# root writes anywhere: a read-only file system path instead.
 	conv t1 --to pprof -o /proc/x.pb.gz
 	one_line "read-only place" 1 "cannot create '/proc/x.pb.gz'"
+	conv t1 --to pprof -o t1.pb.gz --debug-dir "$T/no-such-dir"
+	one_line "--debug-dir" 1 "cannot use --debug-dir '$T/no-such-dir': No such file or directory"
+	conv t1 --to pprof -o t1.pb.gz --debug-dir .
+	eq "--debug-dir .: status" "$CRC" 0
 	conv t1 --to pprof -o t1.pb.gz --weight bytes
 	one_line "--weight" 2 "--weight goes with --folded"
 	conv "$T/none" --to pprof -o x.pb.gz
