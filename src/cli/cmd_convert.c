@@ -12,6 +12,7 @@
  *                first (flamegraph.pl, speedscope), weighted by events or
  *                by bytes allocated.
  *   --to sqlite  convert_sqlite() (convert.h), in a file of its own.
+ *   --to pprof   convert_pprof() (convert.h), in a file of its own.
  *
  * Built for traces larger than memory: the JSON is written while the trace
  * is read. What grows is the table of live heap blocks (one entry per block
@@ -51,16 +52,18 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ringtrace convert DIR --to chrome|sqlite -o FILE\n"
+	fprintf(f, "usage: ringtrace convert DIR --to chrome|sqlite|pprof -o FILE\n"
 		   "       ringtrace convert DIR --folded [--weight events|bytes] [-o FILE]\n"
 		   "  --to chrome      Chrome trace-event JSON (Perfetto UI, chrome://tracing);\n"
 		   "                   -o - or no -o: standard output\n"
 		   "  --to sqlite      an SQLite database (-o required)\n"
+		   "  --to pprof       a gzipped pprof profile (-o required): allocations of a --mem\n"
+		   "                   trace, else events per stack; needs a trace with stacks\n"
 		   "  --folded         'frame;frame;...;frame COUNT' per distinct stack, root first\n"
 		   "                   (flamegraph.pl, speedscope); needs a trace recorded with stacks\n"
 		   "  --weight W       with --folded: events (default), or bytes allocated (--mem traces)\n"
 		   "  -o FILE          where to write (default: standard output, except sqlite)\n"
-		   "  --debug-dir D    separate debug files (.build-id/xx/yyyy.debug), for --folded\n"
+		   "  --debug-dir D    separate debug files (.build-id/xx/yyyy.debug), for --folded, pprof\n"
 		   "  --allow-shared-dir  write FILE even if its directory is another user's, or\n"
 		   "                   others may write into it (see docs/security.md)\n"
 		   "FILE is written under a temporary name and renamed into place at the end.\n"
@@ -1219,8 +1222,8 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, PFX "unknown --weight '%s' (events or bytes)\n", weight);
 		return 2;
 	}
-	if (debug_dir && !folded) {
-		fprintf(stderr, PFX "--debug-dir goes with --folded\n");
+	if (debug_dir && !folded && !(to && !strcmp(to, "pprof"))) {
+		fprintf(stderr, PFX "--debug-dir goes with --folded or --to pprof\n");
 		return 2;
 	}
 	if (folded)
@@ -1234,6 +1237,13 @@ int cmd_convert(int argc, char **argv)
 		}
 		return convert_sqlite(dir, out, out_flags);
 	}
-	fprintf(stderr, PFX "unknown --to '%s' (chrome or sqlite)\n", to);
+	if (!strcmp(to, "pprof")) {
+		if (!out || !strcmp(out, "-")) {
+			fprintf(stderr, PFX "--to pprof needs -o FILE\n");
+			return 2;
+		}
+		return convert_pprof(dir, out, out_flags, debug_dir);
+	}
+	fprintf(stderr, PFX "unknown --to '%s' (chrome, sqlite or pprof)\n", to);
 	return 2;
 }
