@@ -9,13 +9,12 @@
  *                profile (alloc_objects, alloc_space, inuse_objects,
  *                inuse_space), one sample per allocating stack, through
  *                pprof_heap_profile(), which takes per-stack totals. The
- *                totals come from a minimal replay of the mem:* events
- *                kept in this file until the shared allocation replay
- *                feeds it: an allocation adds a live block, a free or a
- *                realloc's old pointer removes it, a munmap removes a
- *                block of its exact size, an mremap moves one; what is
- *                live at the end is "inuse". Without --stacks, the call
- *                site is a one-frame stack.
+ *                totals come from the one allocation replay
+ *                (src/analyze/replay.h), so they mean what the report's
+ *                do: "alloc" counts every block allocated (a realloc's
+ *                new block included), "inuse" the blocks still live at
+ *                the end of the trace. Without --stacks, the call site
+ *                is a one-frame stack.
  *   events       any other trace: the sample type events/count, one
  *                sample per distinct stack and event name (the label
  *                "event"), its value the number of events that had it.
@@ -37,6 +36,7 @@
 #include "cli/convert.h"
 #include "cli/report.h"
 #include "common/outdir.h"
+#include "analyze/replay.h"
 #include "export/pprof.h"
 #include "read/format.h"
 #include "read/reader.h"
@@ -45,15 +45,11 @@
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace convert: "
-#define STACK_NONE 0xffffffffu
-
-enum mem_kind { M_NONE, M_ALLOC, M_FREE, M_REALLOC, M_MMAP, M_MUNMAP, M_MREMAP };
 
 /* What the converter uses of one event class, found at its first event. */
 struct plan {
 	int ready;
-	int mem;                     /* enum mem_kind */
-	int ptr, old_ptr, size, site, stack_id, stack;   /* field indexes, -1: none */
+	int site, stack_id, stack;   /* field indexes, -1: none */
 };
 
 /* One distinct stack, by content. */
@@ -73,8 +69,8 @@ struct conv {
 	struct u64map st_by_id;      /* stack id + 1 -> index */
 	int heap;                    /* an allocation trace */
 	struct u64map counts;        /* events: stack index * n_events + class -> count */
-	struct u64map live_size;     /* allocations: live block -> its size */
-	struct u64map live_stack;    /*   and its stack's index */
+	struct replay rp;            /* allocations: the blocks, user = stack index */
+	size_t cur_stack;            /*   the stack of the event being replayed */
 	uint64_t events, with_stack, allocs;
 	int64_t t0, t1;
 	int have_t;
@@ -104,24 +100,10 @@ static struct plan *plan_of(struct conv *c, const struct rd_item *it, size_t *re
 	if (p->ready)
 		return p;
 	p->ready = 1;
-	const char *n = it->ec->name ? it->ec->name : "";
 	const struct rd_value *f = it->fields;
-	p->ptr = field_index(f, "ptr");
-	p->old_ptr = field_index(f, "old_ptr");
-	p->size = field_index(f, "size");
 	p->site = field_index(f, "site");
 	p->stack_id = field_index(f, "stack_id");
 	p->stack = field_index(f, "stack");
-	p->mem = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? M_ALLOC :
-		 !strcmp(n, "mem:free") ? M_FREE :
-		 !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? M_REALLOC :
-		 !strcmp(n, "mem:mmap") ? M_MMAP :
-		 !strcmp(n, "mem:munmap") ? M_MUNMAP :
-		 !strcmp(n, "mem:mremap") ? M_MREMAP : M_NONE;
-	/* A class of that name without the fields it needs is not ours. */
-	if (p->mem != M_NONE && (p->ptr < 0 || p->site < 0 || (p->mem != M_FREE && p->size < 0) ||
-				 ((p->mem == M_REALLOC || p->mem == M_MREMAP) && p->old_ptr < 0)))
-		p->mem = M_NONE;
 	return p;
 }
 
@@ -178,7 +160,7 @@ static const struct stackmap_stack *stack_by_id(const struct stack_files *sf, ui
  * carries (the map was full), or for an allocation without stacks its
  * call site as a one-frame stack. An id the map does not have is the
  * empty stack (unknown). -1: the event has no stack; -ENOMEM. */
-static long event_stack(struct conv *c, const struct plan *p, const struct rd_value *f)
+static long event_stack(struct conv *c, const struct plan *p, const struct rd_value *f, int mem)
 {
 	if (p->stack_id >= 0) {
 		uint32_t id = (uint32_t)fval(f, p->stack_id);
@@ -203,70 +185,29 @@ static long event_stack(struct conv *c, const struct plan *p, const struct rd_va
 		*v = (uint64_t)k;
 		return k;
 	}
-	if (p->mem != M_NONE) {
+	if (mem && p->site >= 0) {
 		uint64_t site = fval(f, p->site);
 		return stack_intern(c, &site, site ? 1 : 0);
 	}
 	return -1;
 }
 
-/* ---- the minimal allocation replay --------------------------------------------- */
+/* ---- allocations: the shared replay (src/analyze/replay.h) ----------------------- */
 
-static void block_drop(struct conv *c, uint64_t ptr)
+/* A block allocated: counted on the stack of the event being replayed
+ * (set by on_event before replay_item), which it keeps for "inuse". */
+static int heap_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
 {
-	if (u64map_del(&c->live_size, ptr))
-		u64map_del(&c->live_stack, ptr);
-}
-
-static int block_add(struct conv *c, uint64_t ptr, uint64_t size, long stack)
-{
-	/* A block at an address already live: its free was not seen. */
-	block_drop(c, ptr);
-	uint64_t *s = u64map_put(&c->live_size, ptr, NULL), *k = s ? u64map_put(&c->live_stack, ptr, NULL) : NULL;
-	if (!k) {
-		u64map_del(&c->live_size, ptr);
-		return -ENOMEM;
-	}
-	*s = size;
-	*k = (uint64_t)stack;
-	struct stk *st = &c->st[stack];
+	struct conv *c = arg;
+	struct stk *st = &c->st[c->cur_stack];
 	st->alloc_objects++;
-	st->alloc_bytes += (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+	st->alloc_bytes += (int64_t)(b->size > INT64_MAX ? INT64_MAX : b->size);
+	b->user = (uint64_t)c->cur_stack;
 	c->allocs++;
 	return 0;
 }
 
-static int replay(struct conv *c, const struct plan *p, const struct rd_value *f, long stack)
-{
-	uint64_t ptr = fval(f, p->ptr), size = fval(f, p->size), old = fval(f, p->old_ptr);
-	/* mmap's failure is MAP_FAILED, malloc's NULL. */
-	int ok = ptr && ptr != UINT64_MAX;
-	switch (p->mem) {
-	case M_ALLOC:
-	case M_MMAP:
-		return ok ? block_add(c, ptr, size, stack) : 0;
-	case M_FREE:
-		block_drop(c, ptr);
-		return 0;
-	case M_REALLOC:
-		if (!ptr && size)
-			return 0; /* failed: the old block stays */
-		block_drop(c, old);
-		return ok ? block_add(c, ptr, size, stack) : 0;
-	case M_MUNMAP: {
-		const uint64_t *s = u64map_get(&c->live_size, ptr);
-		if (s && *s == size)
-			block_drop(c, ptr);
-		return 0;
-	}
-	case M_MREMAP:
-		if (!ok || !u64map_get(&c->live_size, old))
-			return 0;
-		block_drop(c, old);
-		return block_add(c, ptr, size, stack);
-	}
-	return 0;
-}
+static const struct replay_ops heap_ops = { .alloc = heap_alloc };
 
 /* ---- events ------------------------------------------------------------------------ */
 
@@ -282,22 +223,29 @@ static int on_event(struct conv *c, const struct rd_item *it)
 		c->t1 = it->ns;
 		c->have_t = 1;
 	}
-	if (c->heap && p->mem == M_NONE)
-		return 0;
-	c->events++;
-	if (c->heap && (p->mem == M_FREE || p->mem == M_MUNMAP)) {
-		/* Their stacks do not matter: a block stays its allocator's. */
+	if (c->heap) {
+		const struct replay_class *mc = replay_item_class(&c->rp, it);
+		if (!mc || mc->kind == RP_NONE)
+			return 0;
+		c->events++;
 		c->with_stack++;
-		return replay(c, p, it->fields, -1);
+		/* A free's stack does not matter: a block stays its allocator's. */
+		if (mc->kind != RP_FREE && mc->kind != RP_MUNMAP) {
+			long k = event_stack(c, p, it->fields, 1);
+			if (k < 0)
+				return k == -1 ? -EINVAL : (int)k;
+			c->cur_stack = (size_t)k;
+		}
+		(void)replay_item(&c->rp, it);
+		return c->rp.oom ? -ENOMEM : 0;
 	}
-	long k = event_stack(c, p, it->fields);
+	c->events++;
+	long k = event_stack(c, p, it->fields, 0);
 	if (k == -1)
 		return 0;
 	if (k < 0)
 		return (int)k;
 	c->with_stack++;
-	if (c->heap)
-		return replay(c, p, it->fields, k);
 	uint64_t *n = u64map_put(&c->counts, (uint64_t)k * c->m->n_events + cls, NULL);
 	if (!n)
 		return -ENOMEM;
@@ -357,13 +305,13 @@ static int add_events(struct conv *c, struct pprof *pp, struct sym_ctx *ctx)
 
 static int add_heap(struct conv *c, struct pprof *pp, struct sym_ctx *ctx)
 {
-	size_t pos = 0;
-	uint64_t ptr, v;
-	while (u64map_next(&c->live_stack, &pos, &ptr, &v)) {
-		const uint64_t *size = u64map_get(&c->live_size, ptr);
-		struct stk *s = &c->st[v];
+	for (size_t i = 0; i < c->rp.nblk; i++) {
+		const struct replay_block *b = &c->rp.blk[i];
+		if (!b->live)
+			continue;
+		struct stk *s = &c->st[b->user];
 		s->inuse_objects++;
-		s->inuse_bytes += size ? (int64_t)(*size > INT64_MAX ? INT64_MAX : *size) : 0;
+		s->inuse_bytes += (int64_t)(b->size > INT64_MAX ? INT64_MAX : b->size);
 	}
 	/* Each stack's addresses, all in one array. */
 	size_t n = 0;
@@ -490,8 +438,7 @@ static void conv_free(struct conv *c)
 	u64map_free(&c->st_by_hash);
 	u64map_free(&c->st_by_id);
 	u64map_free(&c->counts);
-	u64map_free(&c->live_size);
-	u64map_free(&c->live_stack);
+	replay_free(&c->rp);
 }
 
 int convert_pprof(const char *dir, const char *out, unsigned out_flags, const char *debug_dir)
@@ -524,7 +471,7 @@ int convert_pprof(const char *dir, const char *out, unsigned out_flags, const ch
 		goto out;
 	}
 	c.plan = calloc(c.m->n_events ? c.m->n_events : 1, sizeof(*c.plan));
-	if (!c.plan || pprof_new(&pp) < 0) {
+	if (!c.plan || pprof_new(&pp) < 0 || (c.heap && replay_init(&c.rp, c.m, 0, &heap_ops, &c) < 0)) {
 		fprintf(stderr, PFX "%s: out of memory\n", dir);
 		goto out;
 	}
