@@ -34,11 +34,6 @@ int cmd_check(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
-struct ctf_buf;
-struct rd_item;
-/* One line of `ringtrace dump` (no newline): an event or a loss. */
-void dump_format_item(struct ctf_buf *b, const struct rd_item *it);
-
 /* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);
 /* A JSON string literal, escaped. */

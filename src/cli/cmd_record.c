@@ -48,6 +48,7 @@
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
 #include "lib/trigger.h"
+#include "read/format.h"
 #include "read/reader.h"
 #include "stackmap/maplog.h"
 #include "stackmap/stack_files.h"
@@ -3059,7 +3060,7 @@ static int show_round(struct rec *r, struct show_cpu *sc, struct ctf_buf *line)
 		if (!strcmp(it.ec->name, "ringtrace:thread") || !strcmp(it.ec->name, "ringtrace:thread_name"))
 			continue;
 		ctf_buf_reset(line);
-		dump_format_item(line, &it);
+		rd_format_item(line, &it);
 		ctf_buf_putc(line, '\n');
 		if (!line->err && fwrite(line->data, 1, line->len, stdout) != line->len) {
 			ret = -EPIPE;
