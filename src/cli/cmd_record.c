@@ -47,6 +47,7 @@
 #include "common/sig.h"
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
+#include "ctl/ctl_watch.h"
 #include "lib/trigger.h"
 #include "read/format.h"
 #include "read/reader.h"
@@ -2215,78 +2216,6 @@ out:
 	return status;
 }
 
-/* Is descriptor fdn of process pid the file with this inode? (Descriptor
- * numbers are reused: compare files, not numbers.) */
-static int same_file(pid_t pid, int32_t fdn, uint64_t ino)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fdn);
-	return fdn >= 0 && stat(path, &st) == 0 && (uint64_t)st.st_ino == ino;
-}
-
-/* Are the program's descriptors out of reach (it is gone, or a zombie)? */
-static int proc_fds_gone(pid_t pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd/0", (int)pid);
-	struct stat st;
-	if (stat(path, &st) == 0)
-		return 0;
-	return (kill(pid, 0) < 0 && errno == ESRCH) || ctl_proc_state(pid) == 'Z';
-}
-
-/*
- * A watcher keeps the program's live buffers mapped (and the spare ones
- * that a snapshot makes live), so that whenever it dies, we hold what it
- * was writing. Both change at every snapshot: follow them. The program's
- * descriptors are reached through /proc while it lives, so this is done
- * as soon as a swap is answered, not after the snapshot is written: a
- * program that asks for a snapshot and exits at once is gone by then.
- */
-static void follow_rings(struct ctl_handle *h, struct ctl_ring *live, struct ctl_ring *spare)
-{
-	char err[512];
-	uint32_t sgen = __atomic_load_n(&h->b->spare_gen, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_READY &&
-	    (!spare->rb || spare->gen != sgen)) {
-		ctl_ring_close(spare);
-		if (ctl_spare_open(h, spare, err, sizeof(err)) < 0)
-			memset(spare, 0, sizeof(*spare));
-	}
-	uint32_t gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
-	if (!live->rb || live->gen != gen) {
-		/* A program that is gone cannot be asked through /proc: its
-		 * block names the descriptor of its live buffers, and the
-		 * spare is the one that went live if it is that descriptor. */
-		if (spare->rb && (same_file(h->pid, h->b->ring_fd, spare->ino) ||
-				  (proc_fds_gone(h->pid) && h->b->ring_fd == spare->fdn))) {
-			ctl_ring_close(live);
-			*live = *spare; /* the spare went live */
-			memset(spare, 0, sizeof(*spare));
-			live->gen = gen;
-		} else {
-			ctl_ring_close(live);
-			if (ctl_ring_open(h, live, err, sizeof(err)) < 0)
-				memset(live, 0, sizeof(*live));
-		}
-	}
-}
-
-/*
- * Did the program swap its buffers once since the watcher mapped `old` as
- * its live ones, for us (no other controller holds the swapped-out ones)?
- * Then `old` maps what the snapshot holds, even if the program is gone.
- */
-static int swapped_since(struct ctl_handle *h, const struct ctl_ring *old)
-{
-	/* Pairs with the program's release stores of snap_state and ring_gen. */
-	uint32_t state = __atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE);
-	if (state == CTL_SNAP_HELD && h->b->snap_holder != (uint32_t)getpid())
-		return 0;
-	return old->rb && __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE) == old->gen + 1;
-}
-
 /* What a watcher learns from snapshot_one(). */
 struct snap_watch_out {
 	int swapped;     /* the program swapped (if not, what it committed is
@@ -2298,7 +2227,7 @@ struct snap_watch_out {
 /*
  * One snapshot of the program open in *h, written to outdir (NULL: the
  * default name). 0, or 1 after a message. A watcher passes its live and
- * spare mappings (follow_rings()) and `w`, others NULL.
+ * spare mappings (ctl_watch_follow()) and `w`, others NULL.
  */
 
 static int snapshot_one(struct ctl_handle *h, const struct snap_dir *outdir, const char *trigger, struct ctl_ring *live,
@@ -2309,7 +2238,7 @@ static int snapshot_one(struct ctl_handle *h, const struct snap_dir *outdir, con
 	int k = ctl_request(h, CTL_OP_SNAPSHOT, (uint64_t)getpid(), 0, NULL, 0, 5000, msg, sizeof(msg));
 	/* A program that exits may have swapped and been gone before it
 	 * answered: the buffers it swapped out are the snapshot. */
-	int late = k < 0 && live && swapped_since(h, live);
+	int late = k < 0 && live && ctl_snap_swapped_since(h, live);
 	if (k < 0 && !late) {
 		fprintf(stderr, SPFX "process %d: %s\n", (int)pid, *msg ? msg : strerror(-k));
 		return 1;
@@ -2322,7 +2251,7 @@ static int snapshot_one(struct ctl_handle *h, const struct snap_dir *outdir, con
 		 * the program): the count of this swap, not of a later one,
 		 * since the buffers are ours until we give them back. */
 		if (k >= 0)
-			w->served = __atomic_load_n(&h->b->snap_served, __ATOMIC_ACQUIRE);
+			w->served = ctl_snap_served(h);
 	}
 	/* A watcher's mapping of the buffers just swapped out (the held ones,
 	 * if no other swap came between), kept until they are written: if
@@ -2332,14 +2261,14 @@ static int snapshot_one(struct ctl_handle *h, const struct snap_dir *outdir, con
 	if (live) {
 		old = *live;
 		memset(live, 0, sizeof(*live));
-		follow_rings(h, live, spare);
+		ctl_watch_follow(h, live, spare);
 	}
-	uint32_t no = k >= 0 ? (uint32_t)k : __atomic_load_n(&h->b->snap_count, __ATOMIC_ACQUIRE);
+	uint32_t no = k >= 0 ? (uint32_t)k : ctl_snap_count(h);
 	struct ctl_ring ring;
 	int status = 1;
 	if (k >= 0 && ctl_snap_open(h, &ring, err, sizeof(err)) == 0)
 		status = write_region(pid, h->b->comm, &ring, outdir, no, trigger, kill(pid, 0) == 0);
-	else if (swapped_since(h, &old))
+	else if (ctl_snap_swapped_since(h, &old))
 		status = write_region(pid, h->b->comm, &old, outdir, no, trigger, 0);
 	else
 		fprintf(stderr, SPFX "%s\n", k >= 0 ? err : "the buffers it swapped out are out of reach");
@@ -2379,34 +2308,6 @@ static int gone(pid_t pid, pid_t child)
 }
 
 /*
- * One watcher serves a program's snapshot requests: two would both take a
- * snapshot at each. Claim the block's watcher field (a dead watcher's pid
- * is taken over). Returns 0, or the live watcher's pid.
- */
-static pid_t watch_claim(struct ctl_handle *h)
-{
-	uint32_t me = (uint32_t)getpid();
-	for (;;) {
-		uint32_t w = __atomic_load_n(&h->b->watcher, __ATOMIC_ACQUIRE);
-		if (w && w != me && (kill((pid_t)w, 0) == 0 || errno != ESRCH))
-			return (pid_t)w;
-		/* Release: pairs with the acquire load in flight_start(),
-		 * which may start the program now. */
-		if (__atomic_compare_exchange_n(&h->b->watcher, &w, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			ctl_futex(&h->b->watcher, FUTEX_WAKE, INT_MAX, NULL);
-			return 0;
-		}
-	}
-}
-
-static void watch_release(struct ctl_handle *h)
-{
-	uint32_t me = (uint32_t)getpid();
-	if (h->b)
-		__atomic_compare_exchange_n(&h->b->watcher, &me, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
-/*
  * Serve the snapshot requests of the program open in *h (ringtrace_snapshot()
  * calls) into outdir/snapshot-N until it exits or *stop is set. Keeps the
  * program's live buffers mapped: if it dies from a signal, what they hold
@@ -2428,12 +2329,14 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, pi
 	}
 	/* Our child's requests are all ours, those made before we looked
 	 * included; another program's earlier requests are not. */
-	uint32_t seen = child ? 0 : __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
-	uint32_t seen_trig = child ? 0 : __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
+	struct ctl_snap_counts cnt;
+	ctl_snap_counts(h, &cnt);
+	uint32_t seen = child ? 0 : cnt.req;
+	uint32_t seen_trig = child ? 0 : cnt.trig;
 	int failed = 0, signaled = 0, reaped = 0;
 	long n = 0;
 	for (;;) {
-		follow_rings(h, &live, &spare);
+		ctl_watch_follow(h, &live, &spare);
 		int dead;
 		if (child) {
 			siginfo_t si = { 0 };
@@ -2450,26 +2353,27 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, pi
 			 * leaves it. */
 			signaled = dead && access(h->path, F_OK) == 0;
 		}
-		uint32_t req = __atomic_load_n(&h->b->snap_req, __ATOMIC_ACQUIRE);
+		ctl_snap_counts(h, &cnt);
+		uint32_t req = cnt.req;
 		if (req != seen) {
 			/* Requests that came meanwhile are served by this one. */
 			uint32_t nreq = req - seen;
 			seen = req;
 			/*
 			 * Label it with the trigger if one fired since the last.
-			 * A trigger counts snap_trig before snap_req (release,
-			 * pairs with our acquire load of snap_req), so trig may
+			 * A trigger counts snap_trig before snap_req
+			 * (ctl_snap_counts()), so trig may
 			 * already count a trigger whose request we have not
 			 * seen yet: take at most as many triggers as requests,
 			 * and leave the rest to label the next snapshot.
 			 */
-			uint32_t trig = __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE);
-			uint32_t ntrig = trig - seen_trig;
+			uint32_t ntrig = cnt.trig - seen_trig;
 			char label[300];
-			if (ntrig)
-				snprintf(label, sizeof(label), "%.*s", (int)sizeof(h->b->trigger),
-					 h->b->trigger[0] ? h->b->trigger : "trigger");
-			else
+			if (ntrig) {
+				ctl_snap_trigger(h, label, sizeof(label));
+				if (!label[0])
+					snprintf(label, sizeof(label), "trigger");
+			} else
 				snprintf(label, sizeof(label), "ringtrace_snapshot()");
 			seen_trig += ntrig < nreq ? ntrig : nreq;
 			char dir[PATH_MAX];
@@ -2483,7 +2387,8 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, pi
 			if ((int32_t)(w.served - seen) > 0) {
 				uint32_t extra = w.served - seen;
 				seen = w.served;
-				uint32_t more = __atomic_load_n(&h->b->snap_trig, __ATOMIC_ACQUIRE) - seen_trig;
+				ctl_snap_counts(h, &cnt);
+				uint32_t more = cnt.trig - seen_trig;
 				seen_trig += more < extra ? more : extra;
 			}
 			if (k != 0 && !w.swapped && (dead || gone(h->pid, child))) {
@@ -2506,8 +2411,7 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, pi
 		 * on without us. */
 		if (*stop && !child)
 			break;
-		struct timespec d = { 0, 100 * 1000000L };
-		ctl_futex(&h->b->snap_req, FUTEX_WAIT, seen, &d);
+		ctl_snap_wait(h, seen, 100);
 	}
 	if (signaled && live.rb) {
 		char dir[PATH_MAX];
@@ -2606,7 +2510,9 @@ int cmd_snapshot(int argc, char **argv)
 		sa.sa_handler = on_term;
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
-		pid_t w = watch ? watch_claim(&h) : 0;
+		pid_t w = 0;
+		if (watch)
+			ctl_watch_claim(&h, &w);
 		if (w) {
 			fprintf(stderr, SPFX "process %d: pid %d serves its snapshots already\n", (int)pid, (int)w);
 			status = 1;
@@ -2618,7 +2524,7 @@ int cmd_snapshot(int argc, char **argv)
 					(int)pid, (int)pid);
 			int ws = 0;
 			status = snapshot_watch(&h, odfd, outdir, 0, &ws, &got_term, NULL) ? 1 : 0;
-			watch_release(&h);
+			ctl_watch_release(&h);
 		}
 		uint64_t t0 = mono_ms();
 		for (long n = 1; n <= count && !got_term; n++) {
@@ -2665,8 +2571,8 @@ static int record_attach_snapshot(struct rec *r)
 	if (live_open(r, PFX) < 0)
 		goto out;
 	struct ctl_block *b = r->ctl.b;
-	pid_t w = watch_claim(&r->ctl);
-	if (w) {
+	pid_t w = 0;
+	if (ctl_watch_claim(&r->ctl, &w) < 0) {
 		fprintf(stderr, PFX "process %d: pid %d serves its snapshots already\n", (int)r->child, (int)w);
 		goto out;
 	}
@@ -2720,7 +2626,7 @@ out:
 				     r->ctl.b->cfg_nsb | 1ull << 32, NULL, "set discard mode back");
 	}
 	if (claimed)
-		watch_release(&r->ctl);
+		ctl_watch_release(&r->ctl);
 	if (status != 0 && r->outdir && r->outdir_created && dir_is_empty(r->outdir))
 		rmdir(r->outdir);
 	cleanup(r);
@@ -2762,7 +2668,7 @@ static int record_flight(struct rec *r)
 			opened = 1;
 			/* Pairs with the acquire load in flight_start(): it
 			 * may start now. */
-			watch_claim(&r->ctl); /* a fresh block: ours */
+			ctl_watch_claim(&r->ctl, NULL); /* a fresh block: ours */
 			break;
 		}
 		siginfo_t si = { 0 };
