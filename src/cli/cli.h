@@ -34,6 +34,12 @@ int cmd_check(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
+struct sess_opts;
+/* `record` with options already parsed (and checked: sess_opts_finish()),
+ * for commands built on it (`mem`): signals, the allocation tracer's
+ * hooks, the library's messages on stderr. Returns the exit status. */
+int record_with_opts(struct sess_opts *o);
+
 /* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);
 /* A JSON string literal, escaped. */

@@ -1,7 +1,9 @@
 /*
  * test_session.c - the tool-side session library (src/session/) and the
  * snapshot watcher's side of the control block (src/ctl/ctl_watch.c),
- * without a traced child: control blocks made in memory, the watcher
+ * without a traced child: the options and their checks, the trace
+ * writer's packets and its loss accounting on a region made in memory
+ * (a full disk is /dev/full), control blocks made in memory, the watcher
  * field, the request counters and their futex.
  */
 #include <errno.h>
@@ -16,13 +18,360 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "common/outdir.h"
+#include "common/packet_layout.h"
 #include "ctl/ctl_watch.h"
+#include "session/session_int.h"
+
+/* ---- options ----------------------------------------------------------- */
+
+static char last_msg[2048];
+static int n_msgs;
+
+static void keep_line(enum sess_src src, const char *msg)
+{
+	(void)src;
+	snprintf(last_msg, sizeof(last_msg), "%s", msg);
+	n_msgs++;
+}
+
+static char *prog_argv[] = { "prog", "arg", NULL };
+
+/* Finish o, expecting a refusal whose message holds `what`. */
+static void refused(struct sess_opts *o, const char *what)
+{
+	char err[512] = "";
+	assert_int_equal(sess_opts_finish(o, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, what))
+		fail_msg("'%s' does not say '%s'", err, what);
+}
+
+static void test_opts_checks(void **state)
+{
+	(void)state;
+	struct sess_opts o;
+	char err[512];
+
+	sess_opts_init(&o);
+	refused(&o, "no program to run");
+
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	assert_int_equal(sess_opts_finish(&o, err, sizeof(err)), 0);
+	assert_int_equal(o.mode, RINGTRACE__MODE_DISCARD);
+	assert_int_equal(o.buf_size, (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB);
+
+	/* -p: the program's settings stay; nothing to run. */
+	sess_opts_init(&o);
+	o.attach = "1234";
+	o.argv = prog_argv;
+	refused(&o, "no PROGRAM may follow");
+	sess_opts_init(&o);
+	o.attach = "1234";
+	o.stacks = 1;
+	refused(&o, "with -p");
+	sess_opts_init(&o);
+	o.attach = "1234";
+	o.snap_on = "app:x";
+	refused(&o, "--snapshot-on");
+	sess_opts_init(&o);
+	o.attach = "1234";
+	o.snapshot = 1;
+	o.snap_on = "app:x";
+	assert_int_equal(sess_opts_finish(&o, err, sizeof(err)), 0);
+	assert_int_equal(o.snapshot, 1); /* stays snapshot mode on a running program */
+
+	/* Following goes with a program we start, without snapshots. */
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.follow_fork = 1;
+	o.flight = 1;
+	refused(&o, "--follow-fork");
+
+	/* --snapshot on a program we start is the flight recorder, in
+	 * overwrite mode. */
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.snapshot = 1;
+	assert_int_equal(sess_opts_finish(&o, err, sizeof(err)), 0);
+	assert_true(o.flight && !o.snapshot);
+	assert_int_equal(o.mode, RINGTRACE__MODE_OVERWRITE);
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.snapshot = o.flight = 1;
+	refused(&o, "the same");
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.flight = 1;
+	o.mode = RINGTRACE__MODE_OVERWRITE;
+	refused(&o, "no --mode");
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.min_interval = "10";
+	refused(&o, "--min-interval");
+
+	/* --mem: four times the default buffers, unless a size was given. */
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.memtrace = 1;
+	assert_int_equal(sess_opts_finish(&o, err, sizeof(err)), 0);
+	assert_int_equal(o.buf_size, 4ull * RB_DEFAULT_SB * RB_DEFAULT_NSB);
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.memtrace = 1;
+	o.buf_size_set = 1;
+	assert_int_equal(sess_opts_finish(&o, err, sizeof(err)), 0);
+	assert_int_equal(o.buf_size, (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB);
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.aggregate = 1;
+	o.flight = 1;
+	refused(&o, "--aggregate");
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.aggregate = 1;
+	o.follow_exec = 1;
+	refused(&o, "--aggregate");
+
+	/* Sizes: a power of two, sub-buffers of 4K to 4M. */
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.buf_size = 3u << 20;
+	refused(&o, "--buffer-size");
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.buf_size = 64u << 10;
+	o.nsb = 32; /* 2K sub-buffers */
+	refused(&o, "--buffer-size");
+	sess_opts_init(&o);
+	o.argv = prog_argv;
+	o.stack_bits = 40;
+	refused(&o, "--stack-bits");
+}
+
+static void test_opts_patterns(void **state)
+{
+	(void)state;
+	struct sess_opts o;
+	char err[256];
+	sess_opts_init(&o);
+	assert_int_equal(sess_opts_add_pattern(&o, "", err, sizeof(err)), -EINVAL);
+	assert_int_equal(sess_opts_add_pattern(&o, "app:[ab", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'app:[ab'"));
+	assert_int_equal(sess_opts_add_pattern(&o, "app:[ab]", err, sizeof(err)), 0);
+	assert_int_equal(sess_opts_add_pattern(&o, "db:*", err, sizeof(err)), 0);
+	assert_string_equal(o.patterns, "app:[ab]");
+	assert_string_equal(o.patterns + strlen("app:[ab]") + 1, "db:*");
+	/* Full: refused, and what was there stays. */
+	char big[600];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	int k = 0;
+	for (int i = 0; i < 10 && k == 0; i++)
+		k = sess_opts_add_pattern(&o, big, err, sizeof(err));
+	assert_int_equal(k, -EINVAL);
+	assert_non_null(strstr(err, "too many"));
+	assert_true(o.patterns_len + 1 <= sizeof(o.patterns));
+	assert_string_equal(o.patterns, "app:[ab]");
+}
+
+/* ---- the trace writer ---------------------------------------------------- */
+
+struct wfix {
+	struct sess r;
+	char dir[64];
+};
+
+/* A session over a region in memory (2 CPUs), writing into a fresh
+ * directory. */
+static void writer_setup(struct wfix *f)
+{
+	struct rb_params p = { 0 };
+	p.ncpus = 2;
+	p.sb_size = 4096;
+	p.nsb = 4;
+	p.mode = RINGTRACE__MODE_DISCARD;
+	p.clock = RINGTRACE__CLOCK_MONOTONIC;
+	p.reg_size = 4096;
+	uint64_t size;
+	assert_int_equal(rb_region_size(&p, &size), 0);
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(mem != MAP_FAILED);
+	assert_int_equal(rb_region_init(mem, size, &p), 0);
+	sess_init(&f->r, NULL);
+	f->r.mem = mem;
+	f->r.mem_size = size;
+	assert_int_equal(rb_view_open(mem, size, &f->r.rb), 0);
+	assert_int_equal(rb_reader_new(f->r.rb, &f->r.reader), 0);
+	f->r.nsb = 4;
+	assert_int_equal(sess_alloc_stream_fds(&f->r), 0);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_session.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->r.outdir = strdup(f->dir);
+	f->r.odfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(f->r.odfd >= 0);
+}
+
+static void writer_teardown(struct wfix *f)
+{
+	char path[128];
+	sess_cleanup(&f->r);
+	for (int c = 0; c < 2; c++) {
+		snprintf(path, sizeof(path), "%s/stream_%d", f->dir, c);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/.room", f->dir);
+	unlink(path);
+	assert_int_equal(rmdir(f->dir), 0); /* nothing else was left */
+}
+
+/* A packet of `events` events whose header says `discarded`. */
+static void fake_packet(struct rb_packet *pkt, char *buf, size_t len, uint32_t cpu, uint64_t events, uint64_t discarded)
+{
+	memset(buf, 0x5a, len);
+	memcpy(buf + PKT_OFF(events_discarded), &discarded, 8);
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->data = buf;
+	pkt->len = len;
+	pkt->events = events;
+	pkt->cpu = cpu;
+}
+
+static void test_writer_packets(void **state)
+{
+	(void)state;
+	struct wfix f;
+	writer_setup(&f);
+	char a[256], b[512];
+	struct rb_packet pkt;
+	fake_packet(&pkt, a, sizeof(a), 1, 10, 3);
+	sess_write_packet(&f.r, &pkt);
+	fake_packet(&pkt, b, sizeof(b), 1, 20, 7);
+	sess_write_packet(&f.r, &pkt);
+	/* Whole packets, appended in order, to the stream of their CPU only. */
+	char path[128];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/stream_1", f.dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, sizeof(a) + sizeof(b));
+	snprintf(path, sizeof(path), "%s/stream_0", f.dir);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(f.r.bytes, sizeof(a) + sizeof(b));
+	/* The loss accounting knows the last packet's discarded count. */
+	assert_true(f.r.wrote[1] && !f.r.wrote[0]);
+	assert_int_equal(f.r.disc_written[1], 7);
+	assert_int_equal(f.r.unwritten_total, 0);
+	assert_int_equal(f.r.write_errno, 0);
+	struct sess_stats s;
+	sess_stats_get(&f.r, &s);
+	assert_int_equal(s.bytes, sizeof(a) + sizeof(b));
+	assert_int_equal(s.lost_unwritten, 0);
+	writer_teardown(&f);
+}
+
+/* The disk is full: the packet is not in the trace (no part of it), its
+ * events are counted as not written on their CPU, the message names the
+ * file, and nothing more is written afterwards, on any CPU. */
+static void test_writer_disk_full(void **state)
+{
+	(void)state;
+	struct wfix f;
+	writer_setup(&f);
+	f.r.fds[0] = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	assert_true(f.r.fds[0] >= 0);
+	sess_log_fn old = sess_set_log(keep_line);
+	n_msgs = 0;
+	char a[256], b[256];
+	struct rb_packet pkt;
+	fake_packet(&pkt, a, sizeof(a), 0, 10, 0);
+	sess_write_packet(&f.r, &pkt);
+	assert_int_equal(n_msgs, 1);
+	assert_non_null(strstr(last_msg, "stream_0"));
+	assert_non_null(strstr(last_msg, f.dir));
+	assert_non_null(strstr(last_msg, strerror(ENOSPC)));
+	fake_packet(&pkt, b, sizeof(b), 1, 5, 0);
+	sess_write_packet(&f.r, &pkt);
+	sess_write_packet(&f.r, &pkt);
+	assert_int_equal(n_msgs, 1); /* said once */
+	sess_set_log(old);
+	assert_int_equal(f.r.write_errno, ENOSPC);
+	assert_int_equal(f.r.unwritten[0], 10);
+	assert_int_equal(f.r.unwritten[1], 10);
+	assert_int_equal(f.r.unwritten_total, 20);
+	assert_int_equal(f.r.bytes, 0);
+	assert_true(!f.r.wrote[0] && !f.r.wrote[1]);
+	char path[128];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/stream_1", f.dir);
+	assert_int_equal(stat(path, &st), -1);
+	struct sess_stats s;
+	sess_stats_get(&f.r, &s);
+	assert_int_equal(s.lost_unwritten, 20);
+	assert_int_equal(s.bytes, 0);
+	writer_teardown(&f);
+}
+
+/* A stream file that cannot be created: counted as not written, and the
+ * message names the path. */
+static void test_writer_cannot_create(void **state)
+{
+	(void)state;
+	struct wfix f;
+	writer_setup(&f);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/stream_0", f.dir);
+	assert_int_equal(mkdir(path, 0700), 0); /* in the way */
+	sess_log_fn old = sess_set_log(keep_line);
+	n_msgs = 0;
+	char a[256];
+	struct rb_packet pkt;
+	fake_packet(&pkt, a, sizeof(a), 0, 4, 0);
+	sess_write_packet(&f.r, &pkt);
+	sess_set_log(old);
+	assert_int_equal(n_msgs, 1);
+	assert_non_null(strstr(last_msg, "cannot create"));
+	assert_non_null(strstr(last_msg, path));
+	assert_int_equal(f.r.unwritten[0], 4);
+	assert_int_not_equal(f.r.write_errno, 0);
+	assert_int_equal(rmdir(path), 0);
+	writer_teardown(&f);
+}
+
+/* The fullest buffer: what was reserved and not taken, per CPU. */
+static void test_stats_fill(void **state)
+{
+	(void)state;
+	struct wfix f;
+	writer_setup(&f);
+	struct sess_stats s;
+	sess_stats_get(&f.r, &s);
+	assert_int_equal(s.fullest_pct, 0);
+	/* Half of CPU 1's 16 KiB reserved, one of its sub-buffers taken. */
+	struct ringtrace__rb_cpu *cc = f.r.rb->cpu[1].ctl;
+	cc->state = 12288;
+	cc->read_subbufs = 1;
+	cc->lost_full = 5;
+	sess_stats_get(&f.r, &s);
+	assert_int_equal(s.fullest_cpu, 1);
+	assert_int_equal(s.fullest_pct, 50);
+	assert_int_equal(s.lost_full, 5);
+	/* Overwritten far past the reader: full. */
+	cc->state = 1u << 20;
+	sess_stats_get(&f.r, &s);
+	assert_int_equal(s.fullest_pct, 100);
+	cc->state = 0;
+	cc->read_subbufs = 0;
+	writer_teardown(&f);
+}
 
 /* A handle on a block in our own memory: nothing maps a file. */
 static void mem_handle(struct ctl_handle *h)
@@ -203,6 +552,12 @@ static void test_swapped_since(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_opts_checks),
+		cmocka_unit_test(test_opts_patterns),
+		cmocka_unit_test(test_writer_packets),
+		cmocka_unit_test(test_writer_disk_full),
+		cmocka_unit_test(test_writer_cannot_create),
+		cmocka_unit_test(test_stats_fill),
 		cmocka_unit_test(test_watch_claim),
 		cmocka_unit_test(test_watch_claim_wakes),
 		cmocka_unit_test(test_snap_counts_and_trigger),
