@@ -346,6 +346,92 @@ static void test_writer_cannot_create(void **state)
 	writer_teardown(&f);
 }
 
+/* Append a registry entry the way the library does (docs/design.md
+ * section 4) and publish it. */
+static void reg_put(struct ringtrace__rb *rb, uint32_t kind, uint32_t id, const char *const *str, int n)
+{
+	char *log = (char *)rb->hdr + rb->reg_off;
+	uint64_t pos = rb->hdr->reg_used;
+	size_t len = 16;
+	for (int i = 0; i < n; i++)
+		len += strlen(str[i]) + 1;
+	len = (len + 7) & ~(size_t)7;
+	assert_true(pos + len <= rb->reg_size);
+	uint32_t w[4] = { (uint32_t)len, kind, id, 0 };
+	memset(log + pos, 0, len);
+	memcpy(log + pos, w, 16);
+	size_t off = 16;
+	for (int i = 0; i < n; i++) {
+		memcpy(log + pos + off, str[i], strlen(str[i]) + 1);
+		off += strlen(str[i]) + 1;
+	}
+	__atomic_store_n(&rb->hdr->reg_used, pos + len, __ATOMIC_RELEASE);
+}
+
+static int file_has(const char *dir, const char *name, const char *what)
+{
+	char path[128], buf[65536];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, what) != NULL;
+}
+
+/* Registry -> event classes -> metadata: described events are in the
+ * metadata with their fields, a signature ringtrace cannot describe is
+ * dropped with a line naming the event, the program's own messages are
+ * passed on as they are, and a damaged log stops the reading with a line
+ * naming the process. */
+static void test_writer_registry_metadata(void **state)
+{
+	(void)state;
+	struct wfix f;
+	writer_setup(&f);
+	f.r.child = 4242;
+	f.r.progname = "prog";
+	const char *ev1[] = { "app", "tick", "u32 n;string what", "prog.c:1" };
+	const char *ev2[] = { "app", "odd", "u32 n; nonsense", "prog.c:2" };
+	const char *msg[] = { "ringtrace: hello from the program" };
+	reg_put(f.r.rb, 1, 7, ev1, 4);
+	reg_put(f.r.rb, 1, 8, ev2, 4);
+	reg_put(f.r.rb, 2, 0, msg, 1);
+	sess_log_fn old = sess_set_log(keep_line);
+	n_msgs = 0;
+	sess_read_registry(&f.r);
+	assert_int_equal(n_msgs, 2);
+	assert_string_equal(last_msg, "ringtrace: hello from the program");
+	assert_int_equal(f.r.nevents, 1);
+	assert_true(f.r.reg_changed);
+	assert_int_equal(sess_write_metadata(&f.r, 0), 0);
+	assert_true(file_has(f.dir, "metadata", "\"app:tick\""));
+	assert_true(file_has(f.dir, "metadata", "what"));
+	assert_false(file_has(f.dir, "metadata", "app:odd"));
+	assert_true(file_has(f.dir, "metadata", "ringtrace_attached = 0"));
+	/* Read again: nothing new. */
+	sess_read_registry(&f.r);
+	assert_int_equal(n_msgs, 2);
+	assert_int_equal(f.r.nevents, 1);
+	/* An entry whose length runs past the log: damaged. */
+	char *log = (char *)f.r.rb->hdr + f.r.rb->reg_off;
+	uint64_t pos = f.r.rb->hdr->reg_used;
+	uint32_t w[4] = { 1u << 30, 1, 9, 0 };
+	memcpy(log + pos, w, 16);
+	__atomic_store_n(&f.r.rb->hdr->reg_used, pos + 64, __ATOMIC_RELEASE);
+	sess_read_registry(&f.r);
+	assert_int_equal(n_msgs, 3);
+	assert_non_null(strstr(last_msg, "damaged"));
+	assert_non_null(strstr(last_msg, "4242"));
+	sess_set_log(old);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/metadata", f.dir);
+	assert_int_equal(unlink(path), 0);
+	writer_teardown(&f);
+}
+
 /* The fullest buffer: what was reserved and not taken, per CPU. */
 static void test_stats_fill(void **state)
 {
@@ -557,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_writer_packets),
 		cmocka_unit_test(test_writer_disk_full),
 		cmocka_unit_test(test_writer_cannot_create),
+		cmocka_unit_test(test_writer_registry_metadata),
 		cmocka_unit_test(test_stats_fill),
 		cmocka_unit_test(test_watch_claim),
 		cmocka_unit_test(test_watch_claim_wakes),
