@@ -1,11 +1,10 @@
 /*
- * cmd_record.c - the commands over the session library (src/session/):
- * `ringtrace record` (run a program, -p attach, --flight-recorder,
- * --follow-fork/exec), `snapshot`, `recover` and `show`. Each parses its
- * arguments into the library's options, sets the signals up, calls one
- * function of the library and prints what it says: the library logs
- * through print_line(), and `show`'s events are printed here in the
- * format of `dump` (rd_format_item()).
+ * cmd_record.c - `ringtrace record`: run a program with tracing on (or
+ * attach to one with -p, or keep a flight recorder, or follow its forked
+ * and executed children) and write its events as a CTF 1.8 trace. Parses
+ * the options into struct sess_opts, finds the allocation tracer for
+ * --mem, sets the signals up and calls sess_record() (src/session/),
+ * whose lines are printed by cli_session.c.
  *
  * `ringtrace mem` (cmd_report.c) records through record_with_opts().
  */
@@ -20,56 +19,19 @@
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
 #include "common/outdir.h"
-#include "ctf/buf.h"
 #include "lib/trigger.h"
-#include "read/format.h"
-#include "read/reader.h"
 #include "ringbuf/rb.h"
 #include "session/session.h"
 #include "stackmap/stackmap.h"
 
 #define PFX "ringtrace record: "
 
-static volatile sig_atomic_t got_term;
-static volatile sig_atomic_t child_pid_for_signal;
 /* --mem: the allocation tracer's path (find_memlib()). */
 static char memlib[PATH_MAX];
-
-static void on_term(int sig)
-{
-	got_term = sig;
-	if (child_pid_for_signal > 0)
-		kill((pid_t)child_pid_for_signal, sig);
-}
 
 static void on_chld(int sig)
 {
 	(void)sig;
-}
-
-/* The session library's lines, each after the name of the command that
- * speaks (the program's own lines as they are). */
-static void print_line(enum sess_src src, const char *msg)
-{
-	static const char *const who[] = {
-		[SESS_SRC_RECORD] = "ringtrace record: ",
-		[SESS_SRC_SNAPSHOT] = "ringtrace snapshot: ",
-		[SESS_SRC_RECOVER] = "ringtrace recover: ",
-		[SESS_SRC_SHOW] = "ringtrace show: ",
-		[SESS_SRC_PROGRAM] = "",
-	};
-	fprintf(stderr, "%s%s\n", (unsigned)src < sizeof(who) / sizeof(who[0]) ? who[src] : "", msg);
-}
-
-/* SIGTERM and SIGHUP (and Ctrl-C with -p: it detaches) set got_term. */
-static void catch_signals(int with_int)
-{
-	struct sigaction sa = { 0 };
-	sa.sa_handler = on_term;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	if (with_int)
-		sigaction(SIGINT, &sa, NULL);
 }
 
 static void usage(FILE *f)
@@ -286,9 +248,9 @@ static int parse_args(struct sess_opts *r, int argc, char **argv)
 
 int record_with_opts(struct sess_opts *o)
 {
-	sess_set_log(print_line);
-	o->stop = &got_term;
-	o->child_pid = &child_pid_for_signal;
+	cli_session_log();
+	o->stop = &cli_got_term;
+	o->child_pid = &cli_child_pid;
 	o->agg_create = agg_create;
 	o->agg_save = agg_save;
 	if (o->memtrace && !o->attach && !o->memlib) {
@@ -298,10 +260,10 @@ int record_with_opts(struct sess_opts *o)
 	}
 	if (o->attach) {
 		/* Ctrl-C detaches. */
-		catch_signals(1);
+		cli_catch_term(1, 1);
 		signal(SIGPIPE, SIG_IGN);
 	} else {
-		catch_signals(0);
+		cli_catch_term(1, 0);
 		struct sigaction sa = { 0 };
 		sa.sa_handler = on_chld; /* no SA_RESTART: it interrupts the futex wait */
 		sigaction(SIGCHLD, &sa, NULL);
@@ -321,187 +283,4 @@ int cmd_record(int argc, char **argv)
 	if (parse_args(&o, argc, argv) < 0)
 		return 2;
 	return record_with_opts(&o);
-}
-
-/* ---- snapshot ------------------------------------------------------------ */
-
-#define SPFX "ringtrace snapshot: "
-
-int cmd_snapshot(int argc, char **argv)
-{
-	const char *usage = "usage: ringtrace snapshot PID|NAME [-o DIR] [--allow-shared-dir] [--count N [--interval MS] | --watch]";
-	struct sess_snap_opts o = { .sz = sizeof(o), .interval_ms = 1000, .stop = &got_term };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("%s\n\n"
-			       "  Write what a running program's buffers hold as a trace, without stopping\n"
-			       "  tracing (snapshots must be enabled: ringtrace snapshot-enable PID).\n"
-			       "  -o DIR         output directory (default: ringtrace-snapshot-NAME-PID-N-DATE-TIME)\n"
-			       "  --count N      take N snapshots, DIR/snapshot-1 .. DIR/snapshot-N\n"
-			       "  --interval MS  between the starts of two of them (default 1000)\n"
-			       "  --watch        take one each time the program calls ringtrace_snapshot(),\n"
-			       "                 into DIR/snapshot-N, until it exits or Ctrl-C; if it is\n"
-			       "                 killed, what its buffers hold goes to DIR/recovered\n"
-			       "  --allow-shared-dir  write into DIR even if another user owns it or may\n"
-			       "                 write into it (refused by default: see docs/security.md)\n",
-			       usage);
-			return 0;
-		} else if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
-			o.outdir_flags |= OUTDIR_ALLOW_SHARED;
-		} else if (!strcmp(a, "--watch")) {
-			o.watch = 1;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--count") || !strcmp(a, "--interval")) && i + 1 < argc) {
-			const char *v = argv[++i];
-			if (!strcmp(a, "-o")) {
-				o.outdir = v;
-				continue;
-			}
-			char *end;
-			long n = strtol(v, &end, 10);
-			if (*end || end == v || n < (a[2] == 'c' ? 1 : 0) || n > 100000000) {
-				fprintf(stderr, SPFX "bad %s '%s' (a number)\n", a, v);
-				return 2;
-			}
-			if (a[2] == 'c')
-				o.count = n;
-			else
-				o.interval_ms = n;
-		} else if (a[0] == '-' || o.target) {
-			fprintf(stderr, SPFX "unexpected argument '%s' (%s)\n", a, usage);
-			return 2;
-		} else {
-			o.target = a;
-		}
-	}
-	if (!o.target) {
-		fprintf(stderr, SPFX "%s\n", usage);
-		return 2;
-	}
-	if ((o.count || o.watch) && !o.outdir) {
-		fprintf(stderr, SPFX "%s needs -o DIR (the snapshots go into DIR/snapshot-N)\n",
-			o.watch ? "--watch" : "--count");
-		return 2;
-	}
-	if (o.count && o.watch) {
-		fprintf(stderr, SPFX "--count and --watch exclude each other\n");
-		return 2;
-	}
-	sess_set_log(print_line);
-	if (o.count || o.watch) {
-		/* Ctrl-C ends the series (or the watch); one snapshot is
-		 * not interrupted. */
-		struct sigaction sa = { 0 };
-		sa.sa_handler = on_term;
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
-	}
-	return sess_snapshot(&o) < 0 ? 1 : 0;
-}
-
-/* ---- recover ------------------------------------------------------------- */
-
-#define RPFX "ringtrace recover: "
-
-int cmd_recover(int argc, char **argv)
-{
-	const char *usage = "usage: ringtrace recover FILE|PID|NAME [-o DIR] [--allow-shared-dir]";
-	const char *what = NULL, *outdir = NULL;
-	unsigned flags = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("%s\n\n"
-			       "  Write what a program's trace buffers hold as a trace: FILE, a copy of them\n"
-			       "  (cp /proc/PID/fd/N FILE; never changed), or PID, a running program (one\n"
-			       "  that hangs, say), whose buffers are taken as they are.\n"
-			       "  -o DIR  output directory (default: ringtrace-recovered-NAME-DATE-TIME)\n"
-			       "  --allow-shared-dir  write into DIR even if another user owns it or may\n"
-			       "          write into it (refused by default: see docs/security.md)\n",
-			       usage);
-			return 0;
-		} else if (!strcmp(argv[i], OUTDIR_ALLOW_OPT)) {
-			flags |= OUTDIR_ALLOW_SHARED;
-		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			outdir = argv[++i];
-		} else if (argv[i][0] == '-' || what) {
-			fprintf(stderr, RPFX "unexpected argument '%s' (%s)\n", argv[i], usage);
-			return 2;
-		} else {
-			what = argv[i];
-		}
-	}
-	if (!what) {
-		fprintf(stderr, RPFX "%s\n", usage);
-		return 2;
-	}
-	sess_set_log(print_line);
-	return sess_recover(what, outdir, flags) < 0 ? 1 : 0;
-}
-
-/* ---- show ---------------------------------------------------------------- */
-
-#define SHOW_PFX "ringtrace show: "
-
-/* One line per event, as `dump` prints it. */
-static int show_item(void *arg, const struct rd_item *it)
-{
-	struct ctf_buf *line = arg;
-	ctf_buf_reset(line);
-	rd_format_item(line, it);
-	ctf_buf_putc(line, '\n');
-	if (!line->err && fwrite(line->data, 1, line->len, stdout) != line->len)
-		return -EPIPE;
-	return 0;
-}
-
-static int show_flush(void *arg)
-{
-	(void)arg;
-	return fflush(stdout) != 0 ? -EPIPE : 0;
-}
-
-static void show_lost(void *arg, uint32_t cpu, uint64_t n, const char *why)
-{
-	(void)arg;
-	printf("ringtrace: %llu events lost on cpu %u (%s)\n", (unsigned long long)n, cpu, why);
-}
-
-int cmd_show(int argc, char **argv)
-{
-	const char *target = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: ringtrace show PID|NAME\n\n"
-			       "  Follows a running program and prints its events as they come, in the\n"
-			       "  format of 'ringtrace dump', until Ctrl-C or until the program exits.\n"
-			       "  Tracing is switched on if it was off, and off again at the end.\n");
-			return 0;
-		}
-		if (argv[i][0] == '-' || target) {
-			fprintf(stderr, SHOW_PFX "unexpected argument '%s' (usage: ringtrace show PID|NAME)\n", argv[i]);
-			return 2;
-		}
-		target = argv[i];
-	}
-	if (!target) {
-		fprintf(stderr, SHOW_PFX "no process given (usage: ringtrace show PID|NAME)\n");
-		return 2;
-	}
-	struct ctf_buf line;
-	ctf_buf_init(&line);
-	struct sess_show_opts o = {
-		.sz = sizeof(o),
-		.target = target,
-		.stop = &got_term,
-		.on_item = show_item,
-		.on_round_end = show_flush,
-		.on_lost = show_lost,
-		.arg = &line,
-	};
-	sess_set_log(print_line);
-	catch_signals(1);
-	signal(SIGPIPE, SIG_IGN);
-	int k = sess_show(&o);
-	ctf_buf_free(&line);
-	return k < 0 ? 1 : 0;
 }
