@@ -68,6 +68,12 @@ uint32_t ctl_snap_count(const struct ctl_handle *h)
 	return __atomic_load_n(&h->b->snap_count, __ATOMIC_ACQUIRE);
 }
 
+uint32_t ctl_snap_state(const struct ctl_handle *h)
+{
+	/* Pairs with the program's release stores of snap_state. */
+	return __atomic_load_n(&h->b->snap_state, __ATOMIC_ACQUIRE);
+}
+
 void ctl_snap_trigger(const struct ctl_handle *h, char *buf, size_t size)
 {
 	if (!size)
@@ -125,6 +131,13 @@ static int proc_fds_gone(pid_t pid)
 	if (stat(path, &st) == 0)
 		return 0;
 	return (kill(pid, 0) < 0 && errno == ESRCH) || ctl_proc_state(pid) == 'Z';
+}
+
+void ctl_watch_adopt(const struct ctl_handle *h, struct ctl_ring *live)
+{
+	/* Pairs with the program's release store of ring_gen after ring_fd. */
+	live->gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
+	live->fdn = h->b->ring_fd;
 }
 
 int ctl_watch_follow(struct ctl_handle *h, struct ctl_ring *live, struct ctl_ring *spare)

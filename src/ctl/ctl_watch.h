@@ -39,6 +39,8 @@ void ctl_snap_counts(const struct ctl_handle *h, struct ctl_snap_counts *ret);
 uint32_t ctl_snap_served(const struct ctl_handle *h);
 /* The number of the last snapshot taken (snap_count). */
 uint32_t ctl_snap_count(const struct ctl_handle *h);
+/* enum ctl_snap_state: whether snapshots are enabled, one is held. */
+uint32_t ctl_snap_state(const struct ctl_handle *h);
 /* The armed trigger's text into buf ("" if none; always terminated). */
 void ctl_snap_trigger(const struct ctl_handle *h, char *buf, size_t size);
 
@@ -67,5 +69,10 @@ int ctl_snap_swapped_since(const struct ctl_handle *h, const struct ctl_ring *ol
  * mapping that failed.
  */
 int ctl_watch_follow(struct ctl_handle *h, struct ctl_ring *live, struct ctl_ring *spare);
+
+/* A mapping made before the block existed (the region a recorder created
+ * for the program it starts) becomes the watcher's `live` one: its
+ * generation and descriptor number are taken from the block. */
+void ctl_watch_adopt(const struct ctl_handle *h, struct ctl_ring *live);
 
 #endif

@@ -20,15 +20,15 @@ int sess_process_alive(const struct sess *r)
 {
 	if (kill(r->child, 0) < 0 && errno == ESRCH)
 		return 0;
-	return !ctl_is_stale(r->ctl.b);
+	return !ctl_is_stale(r->live.ctl.b);
 }
 
 void sess_release_reader(struct sess *r)
 {
-	if (!r->reader_claimed)
+	if (!r->live.reader_claimed)
 		return;
 	ctl_ring_release_reader(r->rb);
-	r->reader_claimed = 0;
+	r->live.reader_claimed = 0;
 }
 
 /* Open the control block of the program named by -p (r->o->attach).
@@ -39,13 +39,13 @@ int sess_live_open(struct sess *r, enum sess_src who)
 	pid_t pid;
 	int k;
 	if ((k = ctl_resolve(r->o->attach, &pid, err, sizeof(err))) < 0 ||
-	    (k = ctl_open(pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err))) < 0) {
+	    (k = ctl_open(pid, &r->live.ctl, CTL_OPEN_WRITE, err, sizeof(err))) < 0) {
 		sess_log(who, "%s", err);
 		return k;
 	}
 	r->child = pid;
-	memcpy(r->comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
-	r->comm[sizeof(r->ctl.b->comm)] = 0;
+	memcpy(r->comm, r->live.ctl.b->comm, sizeof(r->live.ctl.b->comm));
+	r->comm[sizeof(r->live.ctl.b->comm)] = 0;
 	r->progname = r->comm;
 	return 0;
 }
@@ -60,16 +60,16 @@ int sess_live_attach(struct sess *r, enum sess_src who)
 		return k;
 	pid_t pid = r->child;
 	r->attached = 1;
-	if (!__atomic_load_n(&r->ctl.b->tracing, __ATOMIC_ACQUIRE)) {
-		k = ctl_request(&r->ctl, CTL_OP_ON, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
+	if (!__atomic_load_n(&r->live.ctl.b->tracing, __ATOMIC_ACQUIRE)) {
+		k = ctl_request(&r->live.ctl, CTL_OP_ON, 0, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0) {
 			sess_log(who, "cannot switch tracing on in process %d: %s", (int)pid, *msg ? msg : strerror(-k));
 			return k;
 		}
-		r->turned_on = 1;
+		r->live.turned_on = 1;
 	}
 	struct ctl_ring ring;
-	if ((k = ctl_ring_open(&r->ctl, &ring, err, sizeof(err))) < 0) {
+	if ((k = ctl_ring_open(&r->live.ctl, &ring, err, sizeof(err))) < 0) {
 		sess_log(who, "process %d: %s", (int)pid, err);
 		return k;
 	}
@@ -80,13 +80,13 @@ int sess_live_attach(struct sess *r, enum sess_src who)
 		sess_log(who, "process %d: %s", (int)pid, err);
 		return k;
 	}
-	r->reader_claimed = 1;
+	r->live.reader_claimed = 1;
 	k = sess_reader_from_region(r);
 	if (k < 0) {
 		sess_log(who, "process %d: %s", (int)pid, strerror(-k));
 		return k;
 	}
-	sess_lost_counts(r->rb, r->lost0);
+	sess_lost_counts(r->rb, r->live.lost0);
 	return 0;
 }
 
@@ -96,8 +96,8 @@ void sess_live_detach(struct sess *r, enum sess_src who)
 {
 	char msg[CTL_MSG];
 	sess_release_reader(r);
-	if (r->turned_on && r->ctl.b && sess_process_alive(r)) {
-		int k = ctl_request(&r->ctl, CTL_OP_OFF, 1, 0, NULL, 0, 5000, msg, sizeof(msg));
+	if (r->live.turned_on && r->live.ctl.b && sess_process_alive(r)) {
+		int k = ctl_request(&r->live.ctl, CTL_OP_OFF, 1, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0 && sess_process_alive(r))
 			sess_log(who, "cannot switch tracing off in process %d: %s", (int)r->child, msg);
 	}
@@ -136,7 +136,7 @@ int sess_attach(struct sess *r, int *ret_status)
 	if (!exited) {
 		/* Close the open sub-buffers so that we take them whole: tracing
 		 * pauses for a grace period (and stays off if we turned it on). */
-		k = ctl_request(&r->ctl, CTL_OP_FLUSH, r->turned_on, 0, NULL, 0, 5000, msg, sizeof(msg));
+		k = ctl_request(&r->live.ctl, CTL_OP_FLUSH, r->live.turned_on, 0, NULL, 0, 5000, msg, sizeof(msg));
 		if (k < 0 && sess_process_alive(r))
 			sess_log(SESS_SRC_RECORD, "cannot flush the buffers of process %d: %s", (int)pid, msg);
 		if (!sess_process_alive(r))

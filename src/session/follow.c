@@ -213,11 +213,11 @@ static void *follow_session(void *arg)
 		malformed = 1;
 		goto out;
 	}
-	r->follow_kind = s->kind;
-	r->follow_ppid = s->ppid;
+	r->followed.kind = s->kind;
+	r->followed.ppid = s->ppid;
 	r->child = s->pid;
 	struct ctl_ring ring;
-	int k = ctl_open(s->pid, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err));
+	int k = ctl_open(s->pid, &r->live.ctl, CTL_OPEN_WRITE, err, sizeof(err));
 	if (k < 0) {
 		/* Gone already (its wait for us timed out: counted and named
 		 * at the end), or untraceable. */
@@ -225,17 +225,17 @@ static void *follow_session(void *arg)
 			sess_log(SESS_SRC_RECORD, "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
 	}
-	if (r->ctl.b->start_time != s->start) {
+	if (r->live.ctl.b->start_time != s->start) {
 		/* Not the process whose lineage we checked: its pid was reused. */
 		goto out;
 	}
-	if (ctl_ring_open(&r->ctl, &ring, err, sizeof(err)) < 0) {
+	if (ctl_ring_open(&r->live.ctl, &ring, err, sizeof(err)) < 0) {
 		if (kill(s->pid, 0) == 0)
 			sess_log(SESS_SRC_RECORD, "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
 	}
-	memcpy(r->comm, r->ctl.b->comm, sizeof(r->ctl.b->comm));
-	r->comm[sizeof(r->ctl.b->comm)] = 0;
+	memcpy(r->comm, r->live.ctl.b->comm, sizeof(r->live.ctl.b->comm));
+	r->comm[sizeof(r->live.ctl.b->comm)] = 0;
 	r->progname = r->comm;
 	r->mem = ring.mem;
 	r->mem_size = ring.size;
@@ -244,7 +244,7 @@ static void *follow_session(void *arg)
 		sess_log(SESS_SRC_RECORD, "cannot follow process %d: %s\n", (int)s->pid, err);
 		goto out;
 	}
-	r->reader_claimed = 1;
+	r->live.reader_claimed = 1;
 	/* Pairs with the acquire load in follow_start(): it goes on now. */
 	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
 	k = sess_reader_from_region(r);
@@ -268,7 +268,7 @@ static void *follow_session(void *arg)
 			rb_reader_wait(r->reader, 100);
 	}
 	sess_finish(r, 1);
-	if (r->follow_empty) {
+	if (r->followed.empty) {
 		unlinkat(r->odfd, "metadata", 0);
 		if (rmdir(r->outdir) == 0)
 			sess_log(SESS_SRC_RECORD, "process %d (%s) had no event before it exec'ed or exited: no trace kept\n",

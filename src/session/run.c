@@ -57,9 +57,9 @@ int sess_start_child(struct sess *r)
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
 		char env[32];
-		snprintf(env, sizeof(env), "fd:%d", r->shm_fd);
+		snprintf(env, sizeof(env), "fd:%d", r->run.shm_fd);
 		/* The one descriptor the program inherits on purpose. */
-		fcntl(r->shm_fd, F_SETFD, 0);
+		fcntl(r->run.shm_fd, F_SETFD, 0);
 		setenv("RINGTRACE_SHM", env, 1);
 		/* The buffers are the program's to swap (flight_start() in
 		 * src/lib/agent.c). */
@@ -81,10 +81,10 @@ int sess_start_child(struct sess *r)
 		}
 		if (r->follow)
 			sess_follow_env(r);
-		if (r->o->aggregate && r->agg_fd >= 0) {
+		if (r->o->aggregate && r->run.agg_fd >= 0) {
 			char agg[32];
-			snprintf(agg, sizeof(agg), "fd:%d", r->agg_fd);
-			fcntl(r->agg_fd, F_SETFD, 0);
+			snprintf(agg, sizeof(agg), "fd:%d", r->run.agg_fd);
+			fcntl(r->run.agg_fd, F_SETFD, 0);
 			setenv("RINGTRACE_MEM_AGG", agg, 1);
 		}
 		execvp(r->o->argv[0], (char **)r->o->argv);
@@ -143,9 +143,9 @@ static int record_run(struct sess *r, int *ret_status)
 	int k = sess_make_outdir(r);
 	if (k < 0)
 		return k;
-	if (o->aggregate && (!o->agg_create || (r->agg_fd = o->agg_create(o->stacks)) < 0))
+	if (o->aggregate && (!o->agg_create || (r->run.agg_fd = o->agg_create(o->stacks)) < 0))
 		return -EIO;
-	k = rb_shm_create(rb_shm_dir(), &p, &r->shm_path, &r->shm_fd, &r->mem, &r->mem_size);
+	k = rb_shm_create(rb_shm_dir(), &p, &r->run.shm_path, &r->run.shm_fd, &r->mem, &r->mem_size);
 	if (k < 0) {
 		sess_log(SESS_SRC_RECORD, "cannot create the shared-memory buffers in %s: %s\n", rb_shm_dir(),
 			strerror(-k));
@@ -153,9 +153,9 @@ static int record_run(struct sess *r, int *ret_status)
 	}
 	/* The program gets the region as an inherited descriptor: the name is
 	 * not needed, and nothing stays behind whatever happens to us. */
-	unlink(r->shm_path);
-	free(r->shm_path);
-	r->shm_path = NULL;
+	unlink(r->run.shm_path);
+	free(r->run.shm_path);
+	r->run.shm_path = NULL;
 	if ((k = rb_view_open(r->mem, r->mem_size, &r->rb)) < 0 || (k = rb_reader_new(r->rb, &r->reader)) < 0) {
 		sess_log(SESS_SRC_RECORD, "cannot use the shared-memory buffers made in %s: %s\n", rb_shm_dir(), strerror(-k));
 		return k;

@@ -47,23 +47,41 @@ struct sess {
 	uint32_t nsb;
 	uint32_t mode;
 	int attached;                /* -p: its counters began before us */
-	int agg_fd;                  /* --aggregate: the counters' block (a memfd the program inherits), -1 if none */
-	uint32_t snap_no;            /* snapshot: its number in the program, 0 if not one */
-	const char *snap_trigger;    /* what took it */
-	char snap_time[40];          /* when, ISO 8601 */
 	const char *progname;        /* for the directory name and procname */
 	struct follow *follow;       /* the program's recording: the followers */
-	const char *follow_kind;     /* a followed process's recording: "fork" or "exec" */
-	pid_t follow_ppid;           /* ... and its parent */
-	int follow_empty;            /* ... which recorded nothing: no trace kept */
 
+	/* What each mode adds (zero when it does not run). */
+	struct {                     /* a program we run (run.c) */
+		char *shm_path;
+		int shm_fd;          /* passed to the program, unlinked at once */
+		int agg_fd;          /* --aggregate: the counters' block (a memfd the
+				      * program inherits), -1 if none */
+	} run;
+	struct {                     /* a running program (attach.c): -p, show, a
+				      * followed process, snapshots on -p */
+		struct ctl_handle ctl;
+		int turned_on;       /* we switched tracing on */
+		int reader_claimed;
+		uint64_t lost0[4];   /* loss counters when we attached */
+	} live;
+	struct {                     /* a snapshot (snapshot.c), in the env */
+		uint32_t no;         /* its number in the program, 0 if not one */
+		const char *trigger; /* what took it */
+		char time[40];       /* when, ISO 8601 */
+	} snap;
+	struct {                     /* a followed process's recording (follow.c) */
+		const char *kind;    /* "fork" or "exec" */
+		pid_t ppid;          /* its parent */
+		int empty;           /* it recorded nothing: no trace kept */
+	} followed;
+
+	/* The trace being written (writer.c): where, from which region,
+	 * what was written and lost, the registry, threads and clock. */
 	char *outdir;                /* as printed; set once odfd is open */
 	int odfd;                    /* the output directory, valid while outdir is set */
 	int outdir_at;               /* outdir_opt is relative to this ... */
 	int outdir_at_set;           /* ... when set (else the current directory) */
 	int outdir_created;          /* we made it: remove it if we fail early */
-	char *shm_path;
-	int shm_fd;                  /* passed to the program, unlinked at once */
 	void *mem;
 	uint64_t mem_size;
 	struct ringtrace__rb *rb;
@@ -96,10 +114,6 @@ struct sess {
 	size_t nthreads, cap_threads;
 
 	pid_t child;                 /* the program (-p: the process attached to) */
-	struct ctl_handle ctl;       /* -p */
-	int turned_on;               /* -p: we switched tracing on */
-	int reader_claimed;
-	uint64_t lost0[4];           /* -p: loss counters when we attached */
 	FILE *meta_mem;              /* show: write the metadata here */
 	char comm[17];               /* -p: the program's name */
 	uint64_t last_scan, last_meta;  /* sess_round(): ms of the last thread scan, metadata */

@@ -53,12 +53,12 @@ int sess_write_region(pid_t pid, const char *comm, struct ctl_ring *ring, const 
 	r->child = pid;
 	snprintf(r->comm, sizeof(r->comm), "%s", comm);
 	r->progname = r->comm;
-	r->snap_no = no;
-	r->snap_trigger = trigger;
+	r->snap.no = no;
+	r->snap.trigger = trigger;
 	time_t now = time(NULL);
 	struct tm tm;
 	localtime_r(&now, &tm);
-	strftime(r->snap_time, sizeof(r->snap_time), "%Y-%m-%dT%H:%M:%S%z", &tm);
+	strftime(r->snap.time, sizeof(r->snap.time), "%Y-%m-%dT%H:%M:%S%z", &tm);
 	r->mem = ring->mem;
 	r->mem_size = ring->size;
 	r->rb = ring->rb;
@@ -199,8 +199,7 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, un
 	struct ctl_ring live = { 0 }, spare = { 0 };
 	if (initial) {
 		live = *initial;
-		live.gen = __atomic_load_n(&h->b->ring_gen, __ATOMIC_ACQUIRE);
-		live.fdn = h->b->ring_fd;
+		ctl_watch_adopt(h, &live);
 		memset(initial, 0, sizeof(*initial));
 	}
 	/* Our child's requests are all ours, those made before we looked
@@ -348,7 +347,7 @@ int sess_snapshot(const struct sess_snap_opts *o)
 			if (created)
 				rmdir(outdir); /* made above, empty */
 		} else if (watch) {
-			if (h.b->snap_state == CTL_SNAP_OFF)
+			if (ctl_snap_state(&h) == CTL_SNAP_OFF)
 				sess_log(SESS_SRC_SNAPSHOT, "process %d: snapshots are not enabled, its requests fail until 'ringtrace snapshot-enable %d'\n",
 					(int)pid, (int)pid);
 			int ws = 0;
@@ -379,7 +378,7 @@ int sess_snapshot(const struct sess_snap_opts *o)
 static int snap_request(struct sess *r, uint32_t op, uint64_t a0, uint64_t a1, const char *text, const char *what)
 {
 	char msg[CTL_MSG];
-	int k = ctl_request(&r->ctl, op, a0, a1, text, text ? strlen(text) : 0, 5000, msg, sizeof(msg));
+	int k = ctl_request(&r->live.ctl, op, a0, a1, text, text ? strlen(text) : 0, 5000, msg, sizeof(msg));
 	if (k < 0 && (kill(r->child, 0) == 0 || errno != ESRCH))
 		sess_log(SESS_SRC_RECORD, "process %d: cannot %s: %s\n", (int)r->child, what, *msg ? msg : strerror(-k));
 	return k;
@@ -400,16 +399,18 @@ int sess_attach_snapshot(struct sess *r, int *ret_status)
 	*ret_status = 1;
 	if ((status = sess_live_open(r, SESS_SRC_RECORD)) < 0)
 		goto out;
-	struct ctl_block *b = r->ctl.b;
+	struct ctl_block *b = r->live.ctl.b;
 	pid_t w = 0;
-	if ((status = ctl_watch_claim(&r->ctl, &w)) < 0) {
+	if ((status = ctl_watch_claim(&r->live.ctl, &w)) < 0) {
 		sess_log(SESS_SRC_RECORD, "process %d: pid %d serves its snapshots already\n", (int)r->child, (int)w);
 		goto out;
 	}
 	claimed = 1;
-	if (r->o->snap_on && b->trigger[0]) {
-		sess_log(SESS_SRC_RECORD, "process %d already has a snapshot trigger ('%.255s'): no --snapshot-on\n",
-			(int)r->child, b->trigger);
+	char armed_text[256];
+	ctl_snap_trigger(&r->live.ctl, armed_text, sizeof(armed_text));
+	if (r->o->snap_on && armed_text[0]) {
+		sess_log(SESS_SRC_RECORD, "process %d already has a snapshot trigger ('%s'): no --snapshot-on\n",
+			(int)r->child, armed_text);
 		status = -EBUSY;
 		goto out;
 	}
@@ -425,9 +426,9 @@ int sess_attach_snapshot(struct sess *r, int *ret_status)
 		}
 		if (snap_request(r, CTL_OP_ON, 0, 0, NULL, "switch tracing on") < 0)
 			goto out;
-		r->turned_on = 1;
+		r->live.turned_on = 1;
 	}
-	if (__atomic_load_n(&b->snap_state, __ATOMIC_ACQUIRE) == CTL_SNAP_OFF) {
+	if (ctl_snap_state(&r->live.ctl) == CTL_SNAP_OFF) {
 		if (snap_request(r, CTL_OP_SNAP_ENABLE, 0, 0, NULL, "enable snapshots") < 0)
 			goto out;
 		enabled = 1;
@@ -443,23 +444,23 @@ int sess_attach_snapshot(struct sess *r, int *ret_status)
 	sess_log(SESS_SRC_RECORD, "snapshots of '%s' (pid %d) go to %s; Ctrl-C detaches\n", r->comm, (int)r->child,
 		r->outdir);
 	int ws = 0;
-	status = snapshot_watch(&r->ctl, r->odfd, r->outdir, r->out_flags, 0, &ws, r->o->stop, NULL) ? -EIO : 0;
+	status = snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, 0, &ws, r->o->stop, NULL) ? -EIO : 0;
 	if (status == 0 && sess_dir_is_empty(r->outdir) && rmdir(r->outdir) == 0)
 		sess_log(SESS_SRC_RECORD, "no snapshot was taken: %s not kept\n", r->outdir);
 out:
-	if (r->ctl.b && !gone(r->child, 0)) {
+	if (r->live.ctl.b && !gone(r->child, 0)) {
 		if (armed)
 			snap_request(r, CTL_OP_SNAP_TRIGGER, 0, 0, "", "disarm the trigger");
 		if (enabled)
 			snap_request(r, CTL_OP_SNAP_DISABLE, 0, 0, NULL, "disable snapshots");
-		if (r->turned_on)
+		if (r->live.turned_on)
 			snap_request(r, CTL_OP_OFF, 1, 0, NULL, "switch tracing off");
 		if (mode_set)
-			snap_request(r, CTL_OP_BUFFER_SIZE, r->ctl.b->cfg_sb_size * r->ctl.b->cfg_nsb,
-				     r->ctl.b->cfg_nsb | 1ull << 32, NULL, "set discard mode back");
+			snap_request(r, CTL_OP_BUFFER_SIZE, r->live.ctl.b->cfg_sb_size * r->live.ctl.b->cfg_nsb,
+				     r->live.ctl.b->cfg_nsb | 1ull << 32, NULL, "set discard mode back");
 	}
 	if (claimed)
-		ctl_watch_release(&r->ctl);
+		ctl_watch_release(&r->live.ctl);
 	if (status != 0 && r->outdir && r->outdir_created && sess_dir_is_empty(r->outdir))
 		rmdir(r->outdir);
 	sess_cleanup(r);
@@ -497,11 +498,11 @@ int sess_flight(struct sess *r, int *ret_status)
 	char err[512];
 	int opened = 0, ws = 0;
 	for (;;) {
-		if (ctl_open(r->child, &r->ctl, CTL_OPEN_WRITE, err, sizeof(err)) == 0) {
+		if (ctl_open(r->child, &r->live.ctl, CTL_OPEN_WRITE, err, sizeof(err)) == 0) {
 			opened = 1;
 			/* Pairs with the acquire load in flight_start(): it
 			 * may start now. */
-			ctl_watch_claim(&r->ctl, NULL); /* a fresh block: ours */
+			ctl_watch_claim(&r->live.ctl, NULL); /* a fresh block: ours */
 			break;
 		}
 		siginfo_t si = { 0 };
@@ -511,7 +512,7 @@ int sess_flight(struct sess *r, int *ret_status)
 		nanosleep(&d, NULL);
 	}
 	if (opened) {
-		snapshot_watch(&r->ctl, r->odfd, r->outdir, r->out_flags, r->child, &ws, r->o->stop, &initial);
+		snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, r->child, &ws, r->o->stop, &initial);
 	} else {
 		/* It died before its constructor published the block (or it
 		 * does not use libringtrace): recover what the buffers hold. */

@@ -81,8 +81,8 @@ void sess_init(struct sess *r, const struct sess_opts *o)
 	r->out_flags = r->o->outdir_flags;
 	r->nsb = r->o->nsb;
 	r->mode = r->o->mode;
-	r->shm_fd = -1;
-	r->agg_fd = -1;
+	r->run.shm_fd = -1;
+	r->run.agg_fd = -1;
 }
 
 int sess_stopped(const struct sess *r)
@@ -532,12 +532,12 @@ int sess_write_metadata(struct sess *r, int final)
 		 * counts do not start at 0, and that is no loss. */
 		{ "ringtrace_attached", NULL, r->attached ? 1 : 0 },
 		/* Snapshots only (0 and "" otherwise). */
-		{ "ringtrace_snapshot", NULL, (int64_t)r->snap_no },
-		{ "ringtrace_snapshot_trigger", r->snap_trigger ? r->snap_trigger : "", 0 },
-		{ "ringtrace_snapshot_time", r->snap_time, 0 },
+		{ "ringtrace_snapshot", NULL, (int64_t)r->snap.no },
+		{ "ringtrace_snapshot_trigger", r->snap.trigger ? r->snap.trigger : "", 0 },
+		{ "ringtrace_snapshot_time", r->snap.time, 0 },
 		/* A followed process only (the last two): how it came, from whom. */
-		{ "ringtrace_follow", r->follow_kind ? r->follow_kind : "", 0 },
-		{ "ringtrace_parent_vpid", NULL, (int64_t)r->follow_ppid },
+		{ "ringtrace_follow", r->followed.kind ? r->followed.kind : "", 0 },
+		{ "ringtrace_parent_vpid", NULL, (int64_t)r->followed.ppid },
 	};
 	struct ctf_trace_desc t = { 0 };
 	memcpy(t.uuid, r->uuid, 16);
@@ -554,7 +554,7 @@ int sess_write_metadata(struct sess *r, int final)
 	t.threads = threads;
 	t.n_threads = threads ? r->nthreads : 0;
 	t.vpid = r->child;
-	size_t n_env = sizeof(env) / sizeof(env[0]) - (r->follow_kind ? 0 : 2);
+	size_t n_env = sizeof(env) / sizeof(env[0]) - (r->followed.kind ? 0 : 2);
 	struct ctf_env_kv *all = NULL;
 	char (*keys)[48] = NULL;
 	if (final && !r->meta_mem) {
@@ -722,12 +722,12 @@ void sess_cleanup(struct sess *r)
 		rb_view_free(r->rb);
 	if (r->mem)
 		munmap(r->mem, r->mem_size);
-	if (r->shm_path) {
-		unlink(r->shm_path);
-		free(r->shm_path);
+	if (r->run.shm_path) {
+		unlink(r->run.shm_path);
+		free(r->run.shm_path);
 	}
-	if (r->shm_fd >= 0)
-		close(r->shm_fd);
+	if (r->run.shm_fd >= 0)
+		close(r->run.shm_fd);
 	for (size_t i = 0; i < r->nevents; i++) {
 		free(r->events[i].provider);
 		free(r->events[i].name);
@@ -739,7 +739,7 @@ void sess_cleanup(struct sess *r)
 	if (r->outdir)
 		close(r->odfd);
 	free(r->outdir);
-	ctl_close(&r->ctl);
+	ctl_close(&r->live.ctl);
 }
 
 /* Loss counters of every CPU, summed: full, overwritten, too big, no rseq. */
@@ -837,10 +837,10 @@ void sess_finish(struct sess *r, int salvage)
 	uint64_t lost[4];
 	sess_lost_counts(r->rb, lost);
 	/* Attached to a live program: only what was lost while we recorded. */
-	r->lost_full = lost[0] - r->lost0[0];
-	r->lost_overwrite = lost[1] - r->lost0[1];
-	r->lost_too_big = lost[2] - r->lost0[2];
-	r->lost_nocpu = lost[3] - r->lost0[3];
+	r->lost_full = lost[0] - r->live.lost0[0];
+	r->lost_overwrite = lost[1] - r->live.lost0[1];
+	r->lost_too_big = lost[2] - r->live.lost0[2];
+	r->lost_nocpu = lost[3] - r->live.lost0[3];
 	struct rb_reader_stats st;
 	rb_reader_stats(r->reader, &st);
 	/* Committed but unreadable: cut off after a record its writer never
@@ -848,9 +848,9 @@ void sess_finish(struct sess *r, int salvage)
 	r->lost_crash = st.crash_lost + st.corrupt_events;
 	/* A followed process that did nothing (a child that exec'ed at
 	 * once): no trace, the caller says so. */
-	if (r->follow_kind && st.events == 0 && r->lost_full + r->lost_overwrite + r->lost_too_big +
+	if (r->followed.kind && st.events == 0 && r->lost_full + r->lost_overwrite + r->lost_too_big +
 	    r->lost_nocpu + r->lost_crash == 0) {
-		r->follow_empty = 1;
+		r->followed.empty = 1;
 		return;
 	}
 	/* The room held for this (disk_room.h), given back just in time. */
@@ -858,7 +858,7 @@ void sess_finish(struct sess *r, int salvage)
 	int meta_ok = sess_write_metadata(r, 1) == 0;
 	if (sess_save_stacks(r) < 0)
 		r->write_failed = 1;
-	if (r->o->aggregate && r->agg_fd >= 0 && r->o->agg_save && r->o->agg_save(r->agg_fd, r->odfd, r->outdir) < 0)
+	if (r->o->aggregate && r->run.agg_fd >= 0 && r->o->agg_save && r->o->agg_save(r->run.agg_fd, r->odfd, r->outdir) < 0)
 		r->write_failed = 1;
 
 	char extra[256] = "";
@@ -902,10 +902,10 @@ void sess_stats_get(const struct sess *r, struct sess_stats *ret)
 	sess_lost_counts(r->rb, lost);
 	ret->events = st.events;
 	ret->bytes = r->bytes;
-	ret->lost_full = lost[0] - r->lost0[0];
-	ret->lost_overwrite = lost[1] - r->lost0[1];
-	ret->lost_too_big = lost[2] - r->lost0[2];
-	ret->lost_nocpu = lost[3] - r->lost0[3];
+	ret->lost_full = lost[0] - r->live.lost0[0];
+	ret->lost_overwrite = lost[1] - r->live.lost0[1];
+	ret->lost_too_big = lost[2] - r->live.lost0[2];
+	ret->lost_nocpu = lost[3] - r->live.lost0[3];
 	ret->lost_crash = st.crash_lost + st.corrupt_events;
 	ret->lost_unwritten = r->unwritten_total;
 	uint64_t sb = r->rb->sb_mask + 1, ring = sb * r->nsb;

@@ -560,6 +560,16 @@ static void test_snap_counts_and_trigger(void **state)
 	assert_int_equal(c.trig, 2);
 	assert_int_equal(ctl_snap_served(&h), 4);
 	assert_int_equal(ctl_snap_count(&h), 9);
+	h.b->snap_state = CTL_SNAP_HELD;
+	assert_int_equal(ctl_snap_state(&h), CTL_SNAP_HELD);
+	/* A region mapped before the block existed takes the block's
+	 * generation and descriptor as the live one. */
+	h.b->ring_gen = 12;
+	h.b->ring_fd = 5;
+	struct ctl_ring live = { 0 };
+	ctl_watch_adopt(&h, &live);
+	assert_int_equal(live.gen, 12);
+	assert_int_equal(live.fdn, 5);
 	char buf[300];
 	ctl_snap_trigger(&h, buf, sizeof(buf));
 	assert_string_equal(buf, "app:request if ms > 100");
