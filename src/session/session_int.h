@@ -140,11 +140,29 @@ extern const struct sess_opts sess_no_opts;
 /* A line for the log callback (session.h); a trailing newline is dropped. */
 void sess_log(enum sess_src src, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- session.c ---- */
 /* A fresh session (nothing open) with these options. */
 void sess_init(struct sess *r, const struct sess_opts *o);
 /* Set by the caller (a signal): stop and detach. */
 int sess_stopped(const struct sess *r);
 uint64_t sess_mono_ms(void);
+/* Close and free what the session opened (any mode). */
+void sess_cleanup(struct sess *r);
+
+/* ---- describe.c: the program's registry and threads ---- */
+/* New registry entries since the last call (event classes, the program's
+ * lines for the user). */
+void sess_read_registry(struct sess *r);
+/* The size of an event's payload, by its class (rb_payload_size_fn). */
+int sess_payload_size(void *arg, uint32_t id, const char *payload, size_t avail, size_t *ret);
+void sess_scan_threads(struct sess *r);
+/* The threads as the metadata's env lists them (free it), or NULL. */
+struct ctf_thread_name *sess_thread_names(const struct sess *r);
+
+/* ---- trace_clock.c ---- */
+void sess_choose_clock(struct sess *r);
+void sess_say_clock(const struct sess *r);
+void sess_clock_drift_end(struct sess *r, const struct clk_sample *c1);
 
 /* ---- writer.c: the trace writer ---- */
 int sess_dir_is_empty(const char *path);
@@ -157,18 +175,12 @@ int sess_alloc_stream_fds(struct sess *r);
  * cause: not written) and said once. */
 void sess_write_packet(struct sess *r, const struct rb_packet *pkt);
 unsigned sess_consume(struct sess *r, unsigned max);
-void sess_read_registry(struct sess *r);
-int sess_payload_size(void *arg, uint32_t id, const char *payload, size_t avail, size_t *ret);
-void sess_scan_threads(struct sess *r);
-void sess_choose_clock(struct sess *r);
-void sess_say_clock(const struct sess *r);
 int sess_write_metadata(struct sess *r, int final);
 int sess_reader_from_region(struct sess *r);
 void sess_lost_counts(const struct ringtrace__rb *rb, uint64_t v[4]);
 unsigned sess_round(struct sess *r);
 void sess_finish(struct sess *r, int salvage);
 void sess_stats_get(const struct sess *r, struct sess_stats *ret);
-void sess_cleanup(struct sess *r);
 
 /* ---- attach.c: a running program ---- */
 int sess_live_open(struct sess *r, enum sess_src who);

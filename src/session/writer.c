@@ -1,9 +1,9 @@
 /*
- * writer.c - the trace writer of a session: the program's registry ->
- * event classes -> CTF metadata, its closed sub-buffers -> packets
- * appended to one stream file per CPU, thread names from /proc, the clock
- * and its checks, loss accounting by cause, and the summary of a
- * recording.
+ * writer.c - the trace writer of a session: the output directory, the
+ * event classes and threads the program described (describe.c) -> CTF
+ * metadata, its closed sub-buffers -> packets appended to one stream file
+ * per CPU, loss accounting by cause, the stacks, the summary of a
+ * recording and its figures (sess_stats_get()).
  *
  * Called by every mode of the session library (run.c, attach.c, follow.c,
  * snapshot.c, recover.c, show.c) from the thread that owns the struct
@@ -32,63 +32,6 @@
 #include "stackmap/maplog.h"
 #include "stackmap/stack_files.h"
 #include "stackmap/stackmap.h"
-
-const struct sess_opts sess_no_opts = { .sz = sizeof(struct sess_opts) };
-
-static sess_log_fn log_fn;
-
-sess_log_fn sess_set_log(sess_log_fn fn)
-{
-	/* Set before a session starts, read by its threads: they are
-	 * started after it (pthread_create orders it). */
-	sess_log_fn old = log_fn;
-	log_fn = fn;
-	return old;
-}
-
-void sess_log(enum sess_src src, const char *fmt, ...)
-{
-	if (!log_fn)
-		return;
-	char buf[1024], *line = buf;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	/* A longer line (a program's own message, a long path) whole. */
-	if ((size_t)n >= sizeof(buf) && (line = malloc((size_t)n + 1))) {
-		va_start(ap, fmt);
-		vsnprintf(line, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-	} else if (!line) {
-		line = buf;
-		n = (int)sizeof(buf) - 1;
-	}
-	if (n && line[n - 1] == '\n')
-		line[n - 1] = 0;
-	log_fn(src, line);
-	if (line != buf)
-		free(line);
-}
-
-void sess_init(struct sess *r, const struct sess_opts *o)
-{
-	memset(r, 0, sizeof(*r));
-	r->o = o ? o : &sess_no_opts;
-	r->outdir_opt = r->o->outdir;
-	r->out_flags = r->o->outdir_flags;
-	r->nsb = r->o->nsb;
-	r->mode = r->o->mode;
-	r->run.shm_fd = -1;
-	r->run.agg_fd = -1;
-}
-
-int sess_stopped(const struct sess *r)
-{
-	return r->o->stop && *r->o->stop;
-}
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -249,226 +192,6 @@ unsigned sess_consume(struct sess *r, unsigned max)
 		}
 	}
 	return n;
-}
-
-/* ---- registry ---------------------------------------------------------- */
-
-static struct sess_event *sess_event_by_id(struct sess *r, uint32_t id)
-{
-	for (size_t i = 0; i < r->nevents; i++)
-		if (r->events[i].id == id)
-			return &r->events[i];
-	return NULL;
-}
-
-static void sess_add_event(struct sess *r, uint32_t id, const char *provider, const char *name,
-		      const char *signature)
-{
-	struct sig_field fields[SIG_FIELDS_MAX];
-	size_t n;
-	if (id == 0 || sess_event_by_id(r, id))
-		return;
-	if (sig_parse(signature, fields, SIG_FIELDS_MAX, &n) < 0) {
-		sess_log(SESS_SRC_RECORD, "event %s:%s has fields ringtrace cannot describe (\"%s\"); its records are dropped from the trace\n",
-			provider, name, signature);
-		return;
-	}
-	if (r->nevents == r->cap_events) {
-		size_t cap = r->cap_events ? r->cap_events * 2 : 32;
-		struct sess_event *ne = realloc(r->events, cap * sizeof(*ne));
-		if (!ne)
-			return;
-		r->events = ne;
-		r->cap_events = cap;
-	}
-	struct sess_event *e = &r->events[r->nevents];
-	e->id = id;
-	e->provider = strdup(provider);
-	e->name = strdup(name);
-	e->signature = strdup(signature);
-	e->fields = malloc((n ? n : 1) * sizeof(*fields));
-	if (!e->provider || !e->name || !e->signature || !e->fields) {
-		free(e->provider);
-		free(e->name);
-		free(e->signature);
-		free(e->fields);
-		return;
-	}
-	memcpy(e->fields, fields, n * sizeof(*fields));
-	e->nfields = n;
-	r->nevents++;
-	r->reg_changed = 1;
-}
-
-/* Read the entries the program appended since last time. */
-void sess_read_registry(struct sess *r)
-{
-	struct ringtrace__shm_header *h = r->rb->hdr;
-	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_ACQUIRE);
-	/* Only the offsets validated at open (the program could change the
-	 * header's copies). */
-	if (used > r->rb->reg_size)
-		used = r->rb->reg_size;
-	const char *base = (const char *)h + r->rb->reg_off;
-	struct ctl_log_entry e;
-	int k;
-	while ((k = ctl_log_next(base, used, &r->reg_pos, &e)) > 0) {
-		if (e.kind == 1 && e.n == 4)
-			sess_add_event(r, e.id, e.s[0], e.s[1], e.s[2]);
-		else if (e.kind == 2 && e.n >= 1)
-			sess_log(SESS_SRC_PROGRAM, "%s", e.s[0]);
-	}
-	if (k < 0) {
-		sess_log(SESS_SRC_RECORD, "the event registry of process %d is damaged; later events are not described\n",
-			 (int)r->child);
-		r->reg_pos = used;
-	}
-}
-
-int sess_payload_size(void *arg, uint32_t id, const char *payload, size_t avail, size_t *ret)
-{
-	struct sess_event *e = sess_event_by_id(arg, id);
-	if (!e)
-		return -EBADMSG;
-	return sig_record_size(e->fields, e->nfields, payload, avail, ret);
-}
-
-/* ---- threads ----------------------------------------------------------- */
-
-void sess_scan_threads(struct sess *r)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->child);
-	DIR *d = opendir(path);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		unsigned long tid = strtoul(e->d_name, &end, 10);
-		if (*end || tid == 0 || tid > UINT32_MAX)
-			continue;
-		char cpath[96], comm[64] = "";
-		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%lu/comm", (int)r->child, tid);
-		FILE *f = fopen(cpath, "re");
-		if (!f)
-			continue;
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = 0;
-		fclose(f);
-		comm[strcspn(comm, "\n")] = 0;
-		if (!comm[0])
-			continue;
-		struct sess_thread *t = NULL;
-		for (size_t i = 0; i < r->nthreads; i++)
-			if (r->threads[i].tid == tid)
-				t = &r->threads[i];
-		if (!t) {
-			if (r->nthreads == r->cap_threads) {
-				size_t cap = r->cap_threads ? r->cap_threads * 2 : 16;
-				struct sess_thread *nt = realloc(r->threads, cap * sizeof(*nt));
-				if (!nt)
-					break;
-				r->threads = nt;
-				r->cap_threads = cap;
-			}
-			t = &r->threads[r->nthreads++];
-			t->tid = (uint32_t)tid;
-		}
-		snprintf(t->comm, sizeof(t->comm), "%s", comm);
-	}
-	closedir(d);
-}
-
-/* The env's thread names: one key each (thread_name_<tid>). */
-static struct ctf_thread_name *sess_thread_names(const struct sess *r)
-{
-	struct ctf_thread_name *v = calloc(r->nthreads ? r->nthreads : 1, sizeof(*v));
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < r->nthreads; i++) {
-		v[i].tid = r->threads[i].tid;
-		v[i].comm = r->threads[i].comm;
-	}
-	return v;
-}
-
-/* ---- the clock ----------------------------------------------------------- */
-
-
-/* The value of an environment variable, fit to print on one line. */
-static void sess_printable(const char *s, char *buf, size_t size)
-{
-	size_t i = 0;
-	for (; s[i] && i + 4 < size; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i])
-		buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
-	buf[i] = 0;
-}
-
-/* Choose the clock and check the TSC before trusting it: the one line
- * that says which clock and why. */
-void sess_choose_clock(struct sess *r)
-{
-	struct clk_inputs in;
-	struct clk_choice c;
-	clk_inputs_read(&in);
-	if (in.override == CLK_OVERRIDE_BAD) {
-		char v[48];
-		sess_printable(getenv("RINGTRACE_CLOCK"), v, sizeof(v));
-		snprintf(r->clock_bad, sizeof(r->clock_bad),
-			 "RINGTRACE_CLOCK='%s' is not a clock (tsc or monotonic): choosing as if unset", v);
-	}
-	clk_decide(&in, &c);
-	int k = 0;
-	if (c.clock == RINGTRACE__CLOCK_TSC) {
-		k = clk_check_tsc(20, &r->check);
-		in.check = k == 0 && r->check.passed ? CLK_CHECK_PASSED : CLK_CHECK_FAILED;
-		clk_decide(&in, &c);
-	}
-	r->clock = c.clock;
-	if (in.check == CLK_CHECK_PASSED && r->check.ncpus < 2)
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s (one CPU)", c.why);
-	else if (in.check == CLK_CHECK_PASSED)
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s, skew <= %llu ns", c.why,
-			 (unsigned long long)r->check.skew_ns);
-	else if (in.check == CLK_CHECK_FAILED && r->check.forced)
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s (RINGTRACE_CLOCK_CHECK=fail)", c.why);
-	else if (in.check == CLK_CHECK_FAILED && k < 0)
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s (%s)", c.why, strerror(-k));
-	else if (in.check == CLK_CHECK_FAILED)
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s (a reading went back %llu ns from CPU %d on CPU %d)",
-			 c.why, (unsigned long long)r->check.back_ns, r->check.back_from, r->check.back_to);
-	else
-		snprintf(r->clock_why, sizeof(r->clock_why), "%s", c.why);
-	r->watch.every_ms = 1000;
-	r->watch.last_ms = sess_mono_ms();
-	/* Tests only: CLOCK_MONOTONIC steps by this much against the TSC
-	 * from the second periodic sample on, as a migrated VM's would. */
-	const char *tj = getenv("RINGTRACE_CLOCK_TEST_JUMP_NS");
-	if (tj)
-		r->watch.test_jump_ns = strtoll(tj, NULL, 10);
-}
-
-/* Once the recording runs (bad input stays one line): the clock and why. */
-void sess_say_clock(const struct sess *r)
-{
-	if (r->clock_bad[0])
-		sess_log(SESS_SRC_RECORD, "%s\n", r->clock_bad);
-	sess_log(SESS_SRC_RECORD, "clock %s\n", r->clock_why);
-}
-
-/* The end of the recording, c1 its last sample: did the TSC keep to
- * CLOCK_MONOTONIC? (Drift in ppm, and the size of any jump.) */
-static void sess_clock_drift_end(struct sess *r, const struct clk_sample *c1)
-{
-	if (r->clock != RINGTRACE__CLOCK_TSC)
-		return;
-	size_t n = clk_watch_end(&r->watch, &r->c0, c1, &r->drift);
-	/* A drift needs two intervals: "" for a recording under 2 s. */
-	if (n >= 3)
-		snprintf(r->drift_str, sizeof(r->drift_str), "%.3f", r->drift.drift_ppm);
 }
 
 /* ---- metadata ---------------------------------------------------------- */
@@ -696,52 +419,6 @@ int sess_reader_from_region(struct sess *r)
 	return 0;
 }
 
-uint64_t sess_mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void sess_cleanup(struct sess *r)
-{
-	if (r->fds) {
-		for (uint32_t c = 0; r->rb && c < r->rb->ncpus; c++)
-			if (r->fds[c] >= 0)
-				close(r->fds[c]);
-		free(r->fds);
-	}
-	clk_watch_free(&r->watch);
-	free(r->unwritten);
-	free(r->disc_written);
-	free(r->wrote);
-	if (r->outdir)
-		disk_room_release(&r->room, r->odfd);
-	rb_reader_free(r->reader);
-	if (r->rb)
-		rb_view_free(r->rb);
-	if (r->mem)
-		munmap(r->mem, r->mem_size);
-	if (r->run.shm_path) {
-		unlink(r->run.shm_path);
-		free(r->run.shm_path);
-	}
-	if (r->run.shm_fd >= 0)
-		close(r->run.shm_fd);
-	for (size_t i = 0; i < r->nevents; i++) {
-		free(r->events[i].provider);
-		free(r->events[i].name);
-		free(r->events[i].signature);
-		free(r->events[i].fields);
-	}
-	free(r->events);
-	free(r->threads);
-	if (r->outdir)
-		close(r->odfd);
-	free(r->outdir);
-	ctl_close(&r->live.ctl);
-}
-
 /* Loss counters of every CPU, summed: full, overwritten, too big, no rseq. */
 void sess_lost_counts(const struct ringtrace__rb *rb, uint64_t v[4])
 {
@@ -923,4 +600,5 @@ void sess_stats_get(const struct sess *r, struct sess_stats *ret)
 		}
 	}
 }
+
 

@@ -184,6 +184,28 @@ static void test_opts_patterns(void **state)
 	assert_string_equal(o.patterns, "app:[ab]");
 }
 
+/* One line per call, whole however long (a program's own message, a long
+ * path), without the trailing newline; nothing without a callback. */
+static void test_log_lines(void **state)
+{
+	(void)state;
+	char big[1500];
+	memset(big, 'p', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	sess_log_fn old = sess_set_log(NULL);
+	n_msgs = 0;
+	sess_log(SESS_SRC_RECORD, "nobody listens\n");
+	assert_int_equal(n_msgs, 0);
+	sess_set_log(keep_line);
+	sess_log(SESS_SRC_RECORD, "cannot write '%s/stream_%u': %s\n", big, 3u, "No space left on device");
+	assert_int_equal(n_msgs, 1);
+	assert_int_equal(strlen(last_msg), strlen("cannot write ''/stream_3: No space left on device") + strlen(big));
+	assert_int_equal(last_msg[strlen(last_msg) - 1], 'e');
+	sess_log(SESS_SRC_PROGRAM, "%s", "as it is");
+	assert_string_equal(last_msg, "as it is");
+	assert_ptr_equal(sess_set_log(old), keep_line);
+}
+
 /* ---- the trace writer ---------------------------------------------------- */
 
 struct wfix {
@@ -650,6 +672,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts_checks),
 		cmocka_unit_test(test_opts_patterns),
+		cmocka_unit_test(test_log_lines),
 		cmocka_unit_test(test_writer_packets),
 		cmocka_unit_test(test_writer_disk_full),
 		cmocka_unit_test(test_writer_cannot_create),
