@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 int cmd_record(int argc, char **argv);
@@ -34,10 +35,19 @@ int cmd_check(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
-struct ctf_buf;
-struct rd_item;
-/* One line of `ringtrace dump` (no newline): an event or a loss. */
-void dump_format_item(struct ctf_buf *b, const struct rd_item *it);
+struct sess_opts;
+/* `record` with options already parsed (and checked: sess_opts_finish()),
+ * for commands built on it (`mem`): signals, the allocation tracer's
+ * hooks, the library's messages on stderr. Returns the exit status. */
+int record_with_opts(struct sess_opts *o);
+
+/* The session library's lines on stderr, "ringtrace CMD: line". */
+void cli_session_log(void);
+/* SIGTERM (and SIGHUP, SIGINT if asked) set cli_got_term; a program we
+ * run (its pid in cli_child_pid) gets the signal too. */
+void cli_catch_term(int hup, int intr);
+extern volatile sig_atomic_t cli_got_term;
+extern volatile sig_atomic_t cli_child_pid;
 
 /* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);

@@ -61,78 +61,6 @@ static void usage(FILE *f)
 		   "  --all   also print the ringtrace:thread and ringtrace:thread_name records\n");
 }
 
-static void put_time(struct ctf_buf *b, int ok, int64_t ns)
-{
-	if (ok)
-		rd_format_time(b, ns);
-	else
-		ctf_buf_puts(b, "?");
-}
-
-/* Right-aligned in 16 columns, control bytes shown as '?'. */
-static void put_comm(struct ctf_buf *b, const char *comm)
-{
-	char safe[64];
-	size_t n = 0;
-	for (; comm && *comm && n < sizeof(safe) - 1; comm++)
-		safe[n++] = (unsigned char)*comm < 0x20 || *comm == 0x7f ? '?' : *comm;
-	if (!n) {
-		memcpy(safe, "<...>", 5);
-		n = 5;
-	}
-	for (size_t k = n; k < 16; k++)
-		ctf_buf_putc(b, ' ');
-	ctf_buf_add(b, safe, n);
-}
-
-/* " {name=value, ...}" for a context with members; nothing otherwise. */
-static void put_context(struct ctf_buf *b, const struct rd_value *ctx)
-{
-	if (!ctx || !ctx->type || ctx->type->kind != RD_STRUCT || ctx->sub.n == 0)
-		return;
-	ctf_buf_putc(b, ' ');
-	rd_format_value(b, ctx);
-}
-
-void dump_format_item(struct ctf_buf *b, const struct rd_item *it)
-{
-	if (it->kind == RD_ITEM_EVENT) {
-		/* "%16s-%-7u [%03u] " without printf, which would dominate. */
-		put_comm(b, it->comm);
-		ctf_buf_putc(b, '-');
-		size_t start = b->len;
-		if (it->tid)
-			rd_format_uint(b, it->tid, 1);
-		else
-			ctf_buf_putc(b, '?');
-		for (size_t k = b->len - start; k < 7; k++)
-			ctf_buf_putc(b, ' ');
-		ctf_buf_puts(b, " [");
-		rd_format_uint(b, it->cpu, 3);
-		ctf_buf_puts(b, "] ");
-		put_time(b, it->ns_ok, it->ns);
-		ctf_buf_puts(b, ": ");
-		ctf_buf_puts(b, it->ec->name);
-		ctf_buf_putc(b, ':');
-		put_context(b, it->common_context);
-		put_context(b, it->context);
-		rd_format_fields(b, it->fields);
-		return;
-	}
-	ctf_buf_printf(b, "ringtrace: %llu %s lost on cpu %u ", (unsigned long long)it->count,
-		       it->kind == RD_ITEM_LOST_EVENTS ? (it->count == 1 ? "event" : "events")
-						      : (it->count == 1 ? "packet" : "packets"),
-		       it->cpu);
-	if (it->has_begin) {
-		ctf_buf_puts(b, "between ");
-		put_time(b, it->ns_ok, it->ns);
-		ctf_buf_puts(b, " and ");
-	} else {
-		ctf_buf_puts(b, "before ");
-	}
-	put_time(b, it->end_ok, it->end_ns);
-}
-
 int cmd_dump(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -182,7 +110,7 @@ int cmd_dump(int argc, char **argv)
 							 !strcmp(it.ec->name, "ringtrace:thread_name")))
 			continue;
 		ctf_buf_reset(&line);
-		dump_format_item(&line, &it);
+		rd_format_item(&line, &it);
 		ctf_buf_putc(&line, '\n');
 		if (line.err) {
 			fprintf(stderr, "ringtrace dump: %s: out of memory\n", dir);

@@ -34,6 +34,7 @@
 #include "mem/mem_family.h"
 #include "read/format.h"
 #include "read/reader.h"
+#include "session/session.h"
 #include "stackmap/stack_files.h"
 #include "common/outdir.h"
 #include "sym/symbolize.h"
@@ -1056,21 +1057,20 @@ int cmd_mem(int argc, char **argv)
 		snprintf(defdir, sizeof(defdir), "ringtrace-mem-%s-%s", base, when);
 		outdir = defdir;
 	}
-	char *rargv[8 + (size_t)argc];
-	int n = 0;
-	rargv[n++] = "record";
-	rargv[n++] = "--mem";
-	if (stacks)
-		rargv[n++] = "--stacks";
-	if (out_flags & OUTDIR_ALLOW_SHARED)
-		rargv[n++] = OUTDIR_ALLOW_OPT;
-	rargv[n++] = "-o";
-	rargv[n++] = (char *)outdir;
-	rargv[n++] = "--";
-	for (; i < argc; i++)
-		rargv[n++] = argv[i];
-	rargv[n] = NULL;
-	int status = cmd_record(n, rargv);
+	/* `record --mem [--stacks] -o DIR -- PROGRAM ARGS`, as options. */
+	struct sess_opts o;
+	char err[512];
+	sess_opts_init(&o);
+	o.memtrace = 1;
+	o.stacks = stacks;
+	o.outdir = outdir;
+	o.outdir_flags = out_flags & OUTDIR_ALLOW_SHARED;
+	o.argv = argv + i;
+	if (sess_opts_finish(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ringtrace mem: %s\n", err);
+		return 2;
+	}
+	int status = record_with_opts(&o);
 	struct stat st;
 	if (stat(outdir, &st) < 0)
 		return status; /* record said why */

@@ -8,7 +8,7 @@
  * Who uses it: the writer in the traced program opens and closes packets
  * in place (src/ringbuf/rb_write.c); the consumer validates them and fixes
  * up cut or salvaged ones (rb_read.c); the recorder reads their sequence
- * number and loss count (src/cli/cmd_record.c); the test encoder writes
+ * number and loss count (src/session/writer.c); the test encoder writes
  * them in either byte order (src/ctf/packet.c); the readers check the
  * magic of any CTF trace (src/read/). Every integer is 8-byte aligned
  * within the header except the 32-bit ones, and the header is packed to

@@ -37,4 +37,12 @@ void rd_format_value(struct ctf_buf *b, const struct rd_value *v);
 void rd_format_fields(struct ctf_buf *b, const struct rd_value *fields);
 const char *rd_display_name(const char *name);
 
+struct rd_item;
+/*
+ * One line of `ringtrace dump` and `ringtrace show` (no newline): an event,
+ *   comm-tid [cpu] seconds.nanoseconds: provider:event: {context} field=value ...
+ * or a loss, "ringtrace: N events lost on cpu C between T0 and T1".
+ */
+void rd_format_item(struct ctf_buf *b, const struct rd_item *it);
+
 #endif /* RINGTRACE_READ_FORMAT_H */

@@ -3,10 +3,10 @@
  * metadata, so that a recording that fills the disk still ends with
  * metadata saying what could not be written.
  *
- * Used by the recorder (cmd_record.c) only, from its main thread.
+ * Used by the trace writer (src/session/writer.c) only, from its main thread.
  */
-#ifndef RINGTRACE_CLI_DISK_ROOM_H
-#define RINGTRACE_CLI_DISK_ROOM_H
+#ifndef RINGTRACE_SESSION_DISK_ROOM_H
+#define RINGTRACE_SESSION_DISK_ROOM_H
 
 #include <stdint.h>
 

@@ -9,7 +9,7 @@
  * whole copy; this file holds that room until finish() frees it. One
  * allocation per metadata rewrite at most, on the recorder's thread.
  */
-#include "cli/disk_room.h"
+#include "session/disk_room.h"
 
 #include <errno.h>
 #include <fcntl.h>
