@@ -205,6 +205,9 @@ fi
 if [ -x tests/e2e/errors.sh ]; then
 	suite "every error names its subject: missing paths, pids, options (gcc build)" tests/e2e/errors.sh build
 fi
+if [ -x tests/e2e/progress.sh ]; then
+	suite "the status line of a recording on a terminal, pipes, --progress, --quiet (gcc build)" tests/e2e/progress.sh build
+fi
 
 echo "# ASan + UBSan"
 if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; then

@@ -38,8 +38,9 @@ int cmd_convert(int argc, char **argv);
 struct sess_opts;
 /* `record` with options already parsed (and checked: sess_opts_finish()),
  * for commands built on it (`mem`): signals, the allocation tracer's
- * hooks, the library's messages on stderr. Returns the exit status. */
-int record_with_opts(struct sess_opts *o);
+ * hooks, the library's messages on stderr, the status line (progress: an
+ * enum progress_mode, cli/progress.h). Returns the exit status. */
+int record_with_opts(struct sess_opts *o, int progress);
 
 /* The session library's lines on stderr, "ringtrace CMD: line". */
 void cli_session_log(void);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "session/session.h"
 
 volatile sig_atomic_t cli_got_term;
@@ -43,6 +44,7 @@ static void print_line(enum sess_src src, const char *msg)
 		[SESS_SRC_SHOW] = "ringtrace show: ",
 		[SESS_SRC_PROGRAM] = "",
 	};
+	progress_clear();
 	fprintf(stderr, "%s%s\n", (unsigned)src < sizeof(who) / sizeof(who[0]) ? who[src] : "", msg);
 }
 

@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
+#include "cli/progress.h"
 #include "common/outdir.h"
 #include "lib/trigger.h"
 #include "ringbuf/rb.h"
@@ -46,6 +47,9 @@ static void usage(FILE *f)
 		"  -p PID|NAME        attach to a running program, record until Ctrl-C or until\n"
 		"                     it exits, then detach (it runs on unaffected)\n"
 		"  -o DIR             output directory (default: ringtrace-PROGRAM-DATE-TIME)\n"
+		"  --progress         the status line (elapsed, events/s, written, lost, fullest\n"
+		"                     buffer) even when stderr is not a terminal: one line a second\n"
+		"  --quiet, -q        no status line (by default: one on a terminal, 4 times a second)\n"
 		"  --allow-shared-dir write into DIR even if another user owns it or may write\n"
 		"                     into it (refused by default: see docs/security.md)\n"
 		"  --buffer-size SIZE ring buffer per CPU, a power of two (default 2M, 8M with --mem;\n"
@@ -90,11 +94,6 @@ static int is_pow2(uint64_t v)
 }
 
 /*
- * The allocation tracer: $RINGTRACE_MALLOC_LIB, or ../lib/ beside this
- * command (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Prints why
- * not found.
- */
-/*
  * The allocation tracer to preload: RINGTRACE_MALLOC_LIB if set, else the
  * one of this command's own tree (bin/../lib: a build directory, or an
  * installed prefix moved as a whole), else the one in the libdir the
@@ -135,9 +134,10 @@ static int find_memlib(char *out, size_t size)
 	return -1;
 }
 
-static int parse_args(struct sess_opts *r, int argc, char **argv)
+static int parse_args(struct sess_opts *r, int *progress, int argc, char **argv)
 {
 	sess_opts_init(r);
+	*progress = PROGRESS_AUTO;
 	int i = 1;
 	for (; i < argc; i += 2) { /* an option and its value */
 		const char *a = argv[i];
@@ -152,6 +152,11 @@ static int parse_args(struct sess_opts *r, int argc, char **argv)
 		}
 		if (a[0] != '-')
 			break;
+		if (!strcmp(a, "--progress") || !strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			*progress = a[2] == 'p' ? PROGRESS_ON : PROGRESS_OFF;
+			i--;         /* no value */
+			continue;
+		}
 		if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
 			r->outdir_flags |= OUTDIR_ALLOW_SHARED;
 			i--;         /* no value */
@@ -256,7 +261,7 @@ static int parse_args(struct sess_opts *r, int argc, char **argv)
 	return 0;
 }
 
-int record_with_opts(struct sess_opts *o)
+int record_with_opts(struct sess_opts *o, int progress)
 {
 	cli_session_log();
 	o->stop = &cli_got_term;
@@ -283,14 +288,17 @@ int record_with_opts(struct sess_opts *o)
 		signal(SIGINT, SIG_IGN);
 	}
 	int status = 2;
+	progress_start(o, (enum progress_mode)progress);
 	sess_record(o, &status);
+	progress_stop();
 	return status;
 }
 
 int cmd_record(int argc, char **argv)
 {
 	struct sess_opts o;
-	if (parse_args(&o, argc, argv) < 0)
+	int progress;
+	if (parse_args(&o, &progress, argc, argv) < 0)
 		return 2;
-	return record_with_opts(&o);
+	return record_with_opts(&o, progress);
 }

@@ -27,6 +27,7 @@
 
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "cli/stack_live.h"
@@ -1013,7 +1014,7 @@ int cmd_report(int argc, char **argv)
 int cmd_mem(int argc, char **argv)
 {
 	const char *outdir = NULL;
-	int stacks = 1, i = 1;
+	int stacks = 1, i = 1, progress = PROGRESS_AUTO;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -1021,16 +1022,24 @@ int cmd_mem(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--allow-shared-dir] -- PROGRAM [ARGS...]\n\n"
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--allow-shared-dir] [--progress|--quiet]\n"
+			       "                     -- PROGRAM [ARGS...]\n\n"
 			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
 			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
 			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n"
 			       "  --allow-shared-dir  as for record: DIR may be another user's, or one\n"
-			       "                      others may write into (see docs/security.md)\n");
+			       "                      others may write into (see docs/security.md)\n"
+			       "  --progress          the status line while recording even when stderr is not a\n"
+			       "                      terminal (one line a second there)\n"
+			       "  --quiet, -q         no status line (by default: one on a terminal)\n");
 			return 0;
 		}
 		if (!strcmp(a, "--no-stacks")) {
 			stacks = 0;
+		} else if (!strcmp(a, "--progress")) {
+			progress = PROGRESS_ON;
+		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			progress = PROGRESS_OFF;
 		} else if (!strcmp(a, OUTDIR_ALLOW_OPT)) {
 			out_flags = OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
@@ -1070,7 +1079,7 @@ int cmd_mem(int argc, char **argv)
 		fprintf(stderr, "ringtrace mem: %s\n", err);
 		return 2;
 	}
-	int status = record_with_opts(&o);
+	int status = record_with_opts(&o, progress);
 	struct stat st;
 	if (stat(outdir, &st) < 0)
 		return status; /* record said why */
