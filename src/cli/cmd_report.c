@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/frames.h"
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
 #include "cli/report.h"
@@ -241,20 +242,6 @@ static void replay(struct report *r, const struct rd_item *it)
 
 /* ---- symbols ------------------------------------------------------------- */
 
-static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debug_dir)
-{
-	struct sym_ctx *ctx = NULL;
-	if (!sf->nmaps || sym_ctx_new(debug_dir, &ctx) < 0)
-		return NULL;
-	for (size_t i = 0; i < sf->nmaps; i++) {
-		const struct rt_map *m = &sf->maps[i];
-		if (m->start < m->end)
-			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
-					      m->end);
-	}
-	return ctx;
-}
-
 /* "function+0xoff (file:line)", "object+0xoff" or "0xaddr". `site` is a
  * return address: its line is the call's (site - 1). fn_only: the
  * function's name alone (for --by function). */
@@ -380,17 +367,6 @@ void report_fams_text(uint64_t fams, char *buf, size_t len)
 		buf[len - 1] = 0;
 }
 
-/* A frame of libringtrace-malloc.so (its wrappers and event functions). */
-static int own_frame(struct sym_ctx *ctx, uint64_t ip)
-{
-	struct sym_result s;
-	if (!ctx || sym_resolve(ctx, ip - 1, &s) < 0 || !s.object)
-		return 0;
-	const char *base = strrchr(s.object, '/');
-	base = base ? base + 1 : s.object;
-	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
-}
-
 const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id)
 {
 	size_t lo = 0, hi = sf->nstacks;
@@ -404,19 +380,6 @@ const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uin
 	return lo < sf->nstacks && sf->stacks[lo].id == id ? &sf->stacks[lo] : NULL;
 }
 
-/* Where the program's part of a stack starts: after the last frame of the
- * tracer among the first few (the stack is captured inside its wrapper,
- * and a C++ operator new has the runtime's own between two of ours:
- * malloc <- libstdc++'s operator new <- ours <- the program). */
-uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st)
-{
-	uint32_t first = 0;
-	for (uint32_t i = 0; i < st->depth && i < 8; i++)
-		if (own_frame(ctx, st->ips[i]))
-			first = i + 1;
-	return first < st->depth ? first : st->depth ? st->depth - 1 : 0;
-}
-
 static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
 {
 	const struct stackmap_stack *st = report_find_stack(sf, id);
@@ -424,7 +387,7 @@ static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *
 		fprintf(o, "%s(stack %u not in the trace's map)\n", indent, id);
 		return;
 	}
-	for (uint32_t i = report_first_frame(ctx, st); i < st->depth; i++) {
+	for (uint32_t i = frames_first(ctx, st->ips, st->depth); i < st->depth; i++) {
 		char *n = report_site_name(ctx, st->ips[i], 0);
 		fprintf(o, "%s%s\n", indent, n ? n : "?");
 		free(n);
@@ -649,7 +612,7 @@ static uint64_t stack_site(const struct stack_files *sf, struct sym_ctx *ctx, ui
 	const struct stackmap_stack *st = report_find_stack(sf, id);
 	if (!st || !st->depth)
 		return 0;
-	return st->ips[report_first_frame(ctx, st)];
+	return st->ips[frames_first(ctx, st->ips, st->depth)];
 }
 
 static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
@@ -825,7 +788,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
 		status = 1;
 	}
-	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
+	struct sym_ctx *ctx = frames_symbolizer(&sf, r->debug_dir);
 	k = merge_aggregate(r, dir, &sf, ctx);
 	if (k < 0)
 		status = 1;
@@ -1106,7 +1069,7 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 	snprintf(target, sizeof(target), "%d", pid);
 	/* The program's map and objects, copied now (a stack may be new). */
 	int have_sf = stack_live_load(target, &sf) == 0;
-	struct sym_ctx *ctx = have_sf ? symbolizer(&sf, NULL) : NULL;
+	struct sym_ctx *ctx = have_sf ? frames_symbolizer(&sf, NULL) : NULL;
 	struct report r = { 0 };
 	r.has_stacks = h->by_stack && sf.nstacks > 0;
 	merge_block(&r, copy, size, &sf, ctx);

@@ -148,8 +148,6 @@ double report_frag(uint64_t req, uint64_t usable);
 void report_fams_text(uint64_t fams, char *buf, size_t len);
 /* Stack `id` of the trace's map, or NULL. */
 const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id);
-/* Index of the stack's first frame outside libringtrace-malloc.so. */
-uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st);
 /* A row's live bytes at the heap's peak (events only). */
 void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *ret_req, uint64_t *ret_usable);
 

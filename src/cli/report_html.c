@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/frames.h"
+#include "analyze/utf8.h"
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "mem/mem_family.h"
@@ -426,7 +428,7 @@ static void stack_frames(FILE *o, struct sym_ctx *ctx, const struct stack_files 
 	if (!st) {
 		fprintf(o, "<li>(stack %u not in the trace's map)</li>", id);
 	} else {
-		for (uint32_t i = report_first_frame(ctx, st); i < st->depth; i++) {
+		for (uint32_t i = frames_first(ctx, st->ips, st->depth); i < st->depth; i++) {
 			char *n = report_site_name(ctx, st->ips[i], 0);
 			fprintf(o, "<li>");
 			esc(o, n ? n : "?");
@@ -670,7 +672,7 @@ static int flame_add(struct flame *f, const struct stack_files *sf, uint32_t id,
 		f->nodes[node].v2 += v2;
 		return 0;
 	}
-	uint32_t first = report_first_frame(f->ctx, st);
+	uint32_t first = frames_first(f->ctx, st->ips, st->depth);
 	for (uint32_t i = st->depth; i-- > first;) {
 		uint32_t n = frame_name(f, st->ips[i]);
 		node = n == UINT32_MAX ? n : child(f, node, n);
@@ -738,10 +740,8 @@ static int flame_emit(const struct flame_out *fo, uint32_t id, double x)
 		if (len <= fit) {
 			esc(o, name);
 		} else {
-			size_t k = fit - 2;
-			while (k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
-				k--; /* not inside a UTF-8 sequence */
-			char *cut = strndup(name, k);
+			/* Not inside a UTF-8 sequence. */
+			char *cut = strndup(name, utf8_boundary(name, fit - 2));
 			if (!cut)
 				return -ENOMEM;
 			esc(o, cut);
