@@ -128,10 +128,18 @@ const struct replay_block *replay_find(const struct replay *rp, uint64_t ptr)
 	return blk_get(rp, ptr);
 }
 
-/* The slot of a new address (entered in the map, contents zero), or NULL
+/* The block of address ptr, entered in the map if new (contents zero;
+ * *ret_created set), in one probe of the map: every allocation asks. NULL
  * when out of memory (rp->oom set). */
-static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
+static struct replay_block *blk_put(struct replay *rp, uint64_t ptr, int *ret_created)
 {
+	uint64_t *i = u64map_put(&rp->idx, ptr, ret_created);
+	if (!i) {
+		rp->oom = 1;
+		return NULL;
+	}
+	if (!*ret_created)
+		return &rp->blk[*i];
 	size_t slot;
 	if (rp->free_head) {
 		slot = rp->free_head - 1;
@@ -141,6 +149,7 @@ static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
 			size_t cap = rp->capblk ? rp->capblk * 2 : 1024;
 			struct replay_block *v = realloc(rp->blk, cap * sizeof(*v));
 			if (!v) {
+				u64map_del(&rp->idx, ptr);
 				rp->oom = 1;
 				return NULL;
 			}
@@ -148,14 +157,6 @@ static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
 			rp->capblk = cap;
 		}
 		slot = rp->nblk++;
-	}
-	uint64_t *i = u64map_put(&rp->idx, ptr, NULL);
-	if (!i) {
-		/* Back on the list of reusable slots. */
-		rp->blk[slot].user = rp->free_head;
-		rp->free_head = slot + 1;
-		rp->oom = 1;
-		return NULL;
 	}
 	*i = slot;
 	memset(&rp->blk[slot], 0, sizeof(rp->blk[slot]));
@@ -204,17 +205,18 @@ static int alloc_block(struct replay *rp, const struct replay_event *ev, uint64_
 {
 	if (!ptr)
 		return rp->ops->failed ? rp->ops->failed(rp->arg, ev, size, fam) : 0;
-	struct replay_block *b = blk_get(rp, ptr);
-	if (b && b->live) {
+	int created;
+	struct replay_block *b = blk_put(rp, ptr, &created);
+	if (!b)
+		return 0;
+	if (b->live) {
 		/* Handed out again without a free we saw: the old block is
-		 * gone. Its slot is the new block's. */
+		 * gone. Its slot is the new block's (end_block keeps a
+		 * reused block's slot). */
 		int k = end_block(rp, ev, b, RP_END_REUSED, 0);
 		if (k < 0)
 			return k;
-		b = blk_get(rp, ptr);
 	}
-	if (!b && !(b = blk_new(rp, ptr)))
-		return 0;
 	memset(b, 0, sizeof(*b));
 	b->ptr = ptr;
 	b->size = size;
@@ -316,8 +318,12 @@ int replay_item(struct replay *rp, const struct rd_item *it)
 {
 	if (it->kind != RD_ITEM_EVENT || !it->fields)
 		return 0;
-	const struct replay_class *c = replay_item_class(rp, it);
-	if (!c || c->kind == RP_NONE)
+	return replay_item_of(rp, it, replay_item_class(rp, it));
+}
+
+int replay_item_of(struct replay *rp, const struct rd_item *it, const struct replay_class *c)
+{
+	if (it->kind != RD_ITEM_EVENT || !it->fields || !c || c->kind == RP_NONE)
 		return 0;
 	const struct rd_value *f = it->fields;
 	struct replay_event ev = {

@@ -193,6 +193,10 @@ const struct replay_class *replay_item_class(struct replay *rp, const struct rd_
  * 1 when replayed, or a callback's negative return. */
 int replay_item(struct replay *rp, const struct rd_item *it);
 
+/* replay_item() of an item whose class the caller has looked up
+ * (replay_item_class), to look it up once per event. */
+int replay_item_of(struct replay *rp, const struct rd_item *it, const struct replay_class *c);
+
 /* Replay one decoded event: 0, or a callback's negative return. */
 int replay_apply(struct replay *rp, const struct replay_event *ev);
 

@@ -129,10 +129,27 @@ static void heap_now(struct report *r)
 		r->pages_peak = r->rp.live_pages;
 }
 
+/* A block's rows, by site and by stack, as on_alloc found them: their
+ * indexes + 1 in the block's `user` (0: none), so that its end needs no
+ * second lookup. */
+static uint64_t rows_of(const struct report *r, const struct agg *site, const struct agg *stack)
+{
+	uint64_t a = site ? (uint64_t)(site - r->sites.v) + 1 : 0, b = stack ? (uint64_t)(stack - r->stacks.v) + 1 : 0;
+	return a | b << 32;
+}
+
+static void rows_get(struct report *r, uint64_t user, struct agg *ret[2])
+{
+	uint32_t a = (uint32_t)user, b = (uint32_t)(user >> 32);
+	ret[0] = a ? &r->sites.v[a - 1] : NULL;
+	ret[1] = b ? &r->stacks.v[b - 1] : NULL;
+}
+
 static int on_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
 {
 	struct report *r = arg;
 	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
+	b->user = rows_of(r, t[0], t[1]);
 	r->allocs++;
 	r->req += b->size;
 	r->usable += b->usable;
@@ -189,7 +206,8 @@ static int on_end(void *arg, const struct replay_event *ev, const struct replay_
 		r->xthread += xt;
 		r->munmaps += b->end == MEM_F_MUNMAP;
 	}
-	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
+	struct agg *t[2];
+	rows_get(r, b->user, t);
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
@@ -235,7 +253,7 @@ static void replay(struct report *r, const struct rd_item *it)
 	r->events++;
 	r->reallocs += c->kind == RP_REALLOC;
 	r->mmaps += c->kind == RP_MMAP;
-	(void)replay_item(&r->rp, it);
+	(void)replay_item_of(&r->rp, it, c);
 	if (r->heap)
 		report_html_heap(r, it->ns);
 }
