@@ -11,6 +11,8 @@
  * valid during the call).
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +84,34 @@ void replay_class_init(struct replay_class *c, const char *name, const struct rd
 
 /* ---- blocks ---------------------------------------------------------------- */
 
+/* What the env says: a forked child's trace; losses without a time
+ * (docs/trace-format.md, "Loss accounting"). */
+static void env_read(struct replay *rp, const struct rd_meta *m)
+{
+	const struct rd_env *f = rd_meta_env(m, "ringtrace_follow");
+	rp->forked = f && f->str && !strcmp(f->str, "fork");
+	/* A trace without the program's beginning: a snapshot or overwrite
+	 * mode keeps its last packets only, an attached recording starts
+	 * late. What came before it is unknown. */
+	const struct rd_env *mode = rd_meta_env(m, "ringtrace_mode"), *snap = rd_meta_env(m, "ringtrace_snapshot"),
+			    *att = rd_meta_env(m, "ringtrace_attached");
+	rp->no_start = (mode && mode->str && !strcmp(mode->str, "overwrite")) || (snap && !snap->str && snap->num > 0) ||
+		       (att && !att->str && att->num > 0);
+	for (size_t i = 0; i < m->n_env; i++) {
+		const struct rd_env *e = &m->env[i];
+		unsigned long long cpu;
+		int end = 0;
+		if (e->str || e->num <= 0 || sscanf(e->key, "ringtrace_stream_%llu_%n", &cpu, &end) != 1 || !end)
+			continue;
+		const char *cause = e->key + end;
+		if (!strcmp(cause, "discarded_after") || !strcmp(cause, "lost_unwritten") ||
+		    !strcmp(cause, "lost_crash")) {
+			rp->env_lost += (uint64_t)e->num;
+			replay_loss(rp, 0, 0, 0, 0);
+		}
+	}
+}
+
 int replay_init(struct replay *rp, const struct rd_meta *meta, unsigned flags, const struct replay_ops *ops,
 		void *arg)
 {
@@ -91,6 +121,8 @@ int replay_init(struct replay *rp, const struct rd_meta *meta, unsigned flags, c
 	rp->arg = arg;
 	rp->flags = flags;
 	rp->meta = meta;
+	if (meta)
+		env_read(rp, meta);
 	if (meta && meta->n_events) {
 		rp->cls = calloc(meta->n_events, sizeof(*rp->cls));
 		rp->cls_ready = calloc(meta->n_events, 1);
@@ -175,10 +207,76 @@ static void blk_drop(struct replay *rp, struct replay_block *b)
 
 /* ---- the replay ------------------------------------------------------------ */
 
+void replay_loss(struct replay *rp, int has_begin, int64_t begin_ns, int has_end, int64_t end_ns)
+{
+	/* The beginning is not kept: a window is registered when the
+	 * replay reaches it, so every one registered began before the
+	 * event being replayed (or has no time, and may be anywhere). */
+	(void)has_begin;
+	(void)begin_ns;
+	int64_t end = has_end ? end_ns : INT64_MAX;
+	if (!rp->losses || end > rp->loss_end)
+		rp->loss_end = end;
+	rp->losses++;
+}
+
+/* Did a loss window that began before now end at or after time t (ok:
+ * t is a time)? */
+static int lost_since(const struct replay *rp, int ok, int64_t t)
+{
+	return rp->losses && (!ok || rp->loss_end >= t);
+}
+
+/* The same for an error: a trace without the program's beginning may
+ * have lost anything before its first packets, which the reader tells
+ * only when it reaches them (a loss without a beginning comes at its
+ * end). */
+static int err_lost_since(const struct replay *rp, int ok, int64_t t)
+{
+	return rp->no_start || lost_since(rp, ok, t);
+}
+
+int replay_leak_possible(const struct replay *rp, const struct replay_block *b)
+{
+	return lost_since(rp, b->ns_ok, b->ns);
+}
+
+int replay_finish(struct replay *rp)
+{
+	if (!rp->ops->leak)
+		return 0;
+	for (size_t i = 0; i < rp->nblk; i++) {
+		const struct replay_block *b = &rp->blk[i];
+		if (!b->live)
+			continue;
+		int k = rp->ops->leak(rp->arg, b, replay_leak_possible(rp, b));
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
 static int error(struct replay *rp, const struct replay_event *ev, int kind, uint64_t ptr, unsigned call,
 		 const struct replay_block *b)
 {
-	struct replay_error e = { kind, ptr, call, b };
+	struct replay_error e = { kind, ptr, call, b, 0, 0 };
+	switch (kind) {
+	case RP_E_UNKNOWN:
+	case RP_E_REALLOC_UNKNOWN:
+		/* Its allocation may be among the lost, or the parent's. */
+		e.possible = rp->no_start || rp->losses > 0;
+		e.inherited = (uint8_t)rp->forked;
+		break;
+	case RP_E_DOUBLE:
+	case RP_E_REALLOC_FREED:
+		/* Allocated again between the two, and that lost. */
+		e.possible = (uint8_t)err_lost_since(rp, b->end_ns_ok && ev->ns_ok, b->end_ns);
+		break;
+	case RP_E_MISMATCH:
+		/* Freed and allocated by another family since, both lost. */
+		e.possible = (uint8_t)err_lost_since(rp, b->ns_ok && ev->ns_ok, b->ns);
+		break;
+	}
 	return rp->ops->error ? rp->ops->error(rp->arg, ev, &e) : 0;
 }
 
@@ -194,6 +292,8 @@ static int end_block(struct replay *rp, const struct replay_event *ev, struct re
 	b->live = 0;
 	b->end = (uint8_t)end;
 	b->end_site = site;
+	b->end_ns = ev->ns;
+	b->end_ns_ok = ev->ns_ok;
 	int k = rp->ops->end ? rp->ops->end(rp->arg, ev, b) : 0;
 	if (!(rp->flags & REPLAY_KEEP_FREED) && end != RP_END_REUSED)
 		blk_drop(rp, b);
@@ -316,6 +416,10 @@ static uint64_t fval(const struct rd_value *f, int i)
 
 int replay_item(struct replay *rp, const struct rd_item *it)
 {
+	if (it->kind == RD_ITEM_LOST_EVENTS || it->kind == RD_ITEM_LOST_PACKETS) {
+		replay_loss(rp, it->has_begin && it->ns_ok, it->ns, it->end_ok, it->end_ns);
+		return 0;
+	}
 	if (it->kind != RD_ITEM_EVENT || !it->fields)
 		return 0;
 	return replay_item_of(rp, it, replay_item_class(rp, it));

@@ -77,13 +77,14 @@ static void aggtab_free(struct aggtab *t)
 }
 
 static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64_t sa, uint8_t fa, uint64_t sf,
-		    uint8_t ff, uint64_t sg)
+		    uint8_t ff, uint64_t sg, uint8_t pos)
 {
 	r->err_total[kind]++;
+	r->err_possible[kind] += pos;
 	for (size_t i = 0; i < r->nerrs; i++) {
 		struct err *e = &r->errs[i];
 		if (e->kind == kind && e->site_alloc == sa && e->site_free == sf && e->site_again == sg &&
-		    e->fam_alloc == fa && e->fam_free == ff) {
+		    e->fam_alloc == fa && e->fam_free == ff && e->possible == pos) {
 			e->count++;
 			return;
 		}
@@ -96,7 +97,7 @@ static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64
 			return;
 		r->errs = v;
 	}
-	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, 1, ptr, ns };
+	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, pos, 1, ptr, ns };
 }
 
 /* ---- the replay's consumer ---------------------------------------------------- */
@@ -228,16 +229,57 @@ static int on_error(void *arg, const struct replay_event *ev, const struct repla
 {
 	struct report *r = arg;
 	const struct replay_block *b = e->b;
+	if (e->inherited) {
+		r->inherited++;
+		return 0;
+	}
 	if (!b)
-		add_err(r, e->kind, e->ptr, ev->ns, 0, 0, ev->site, (uint8_t)e->call, 0);
+		add_err(r, e->kind, e->ptr, ev->ns, 0, 0, ev->site, (uint8_t)e->call, 0, e->possible);
 	else if (e->kind == RP_E_MISMATCH)
-		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, ev->site, (uint8_t)e->call, 0);
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, ev->site, (uint8_t)e->call, 0, e->possible);
 	else
-		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, b->end_site, b->end, ev->site);
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, b->end_site, b->end, ev->site, e->possible);
 	return 0;
 }
 
-static const struct replay_ops report_ops = { on_alloc, on_failed, on_end, on_error };
+/* The end of the trace: the blocks alive whose free a loss may have
+ * hidden are possible leaks, in their rows and in the totals. */
+static int on_leak(void *arg, const struct replay_block *b, int possible)
+{
+	struct report *r = arg;
+	if (!possible)
+		return 0;
+	struct agg *t[2];
+	rows_get(r, b->user, t);
+	r->pos_n++;
+	r->pos_req += b->size;
+	for (int i = 0; i < 2; i++) {
+		if (t[i]) {
+			t[i]->pos_n++;
+			t[i]->pos_req += b->size;
+		}
+	}
+	return 0;
+}
+
+static const struct replay_ops report_ops = { on_alloc, on_failed, on_end, on_error, on_leak };
+
+uint64_t report_errors(const struct report *r, uint64_t *ret_possible)
+{
+	uint64_t n = 0, p = 0;
+	for (int k = 0; k < RP_E_COUNT; k++) {
+		n += r->err_total[k];
+		p += r->err_possible[k];
+	}
+	if (ret_possible)
+		*ret_possible = p;
+	return n;
+}
+
+const char *report_possible_why(const struct report *r)
+{
+	return r->rp.no_start ? "possible (events lost, or before the trace began)" : "possible (events lost)";
+}
 
 /* One item of the trace: the figures of a mem event, then its effects. */
 static void replay(struct report *r, const struct rd_item *it)
@@ -317,6 +359,16 @@ static int cmp_agg(const void *x, const void *y)
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
+/* A leak row: the certain part of a row's live blocks, or the possible
+ * part, in live_n and live_req (what cmp_leak sorts by). */
+static struct agg leak_part(const struct agg *a, int possible)
+{
+	struct agg l = *a;
+	l.live_n = possible ? a->pos_n : a->live_n - a->pos_n;
+	l.live_req = possible ? a->pos_req : a->live_req - a->pos_req;
+	return l;
+}
+
 static int cmp_leak(const void *x, const void *y)
 {
 	const struct agg *a = x, *b = y;
@@ -367,6 +419,8 @@ static void merge_by_name(struct aggtab *t)
 		d->live_usable += s->live_usable;
 		d->xcpu += s->xcpu;
 		d->xthread += s->xthread;
+		d->pos_n += s->pos_n;
+		d->pos_req += s->pos_req;
 		d->fams |= s->fams;
 		free(s->name);
 	}
@@ -431,7 +485,12 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "  fragmentation        %.2f%%\n", report_frag(r->req, r->usable));
 	fprintf(o, "  peak heap            %" PRIu64 " bytes requested, %" PRIu64 " allocated, at %.6f s\n",
 		r->peak_req, r->peak_usable, r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
-	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks\n", r->live_req, r->live_n);
+	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks", r->live_req, r->live_n);
+	if (r->lost)
+		fprintf(o, ": %" PRIu64 " bytes in %" PRIu64 " blocks certain, %" PRIu64 " bytes in %" PRIu64
+			   " blocks possible (events lost after their allocation)",
+			r->live_req - r->pos_req, r->live_n - r->pos_n, r->pos_req, r->pos_n);
+	fputc('\n', o);
 	fprintf(o, "  cross-CPU frees      %" PRIu64 " (%.2f%%)\n", r->xcpu,
 		r->frees_known ? 100.0 * (double)r->xcpu / (double)r->frees_known : 0.0);
 	fprintf(o, "  cross-thread frees   %" PRIu64 " (%.2f%%)\n", r->xthread,
@@ -439,10 +498,14 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	if (r->mmaps)
 		fprintf(o, "  pages (mmap)         %" PRIu64 " maps, %" PRIu64 " unmapped, peak %" PRIu64 " bytes\n",
 			r->mmaps, r->munmaps, r->pages_peak);
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
-	fprintf(o, "  errors               %" PRIu64 "\n", nerr);
+	uint64_t npos, nerr = report_errors(r, &npos);
+	fprintf(o, "  errors               %" PRIu64, nerr);
+	if (r->lost || npos)
+		fprintf(o, ": %" PRIu64 " certain, %" PRIu64 " %s", nerr - npos, npos, report_possible_why(r));
+	fputc('\n', o);
+	if (r->inherited)
+		fprintf(o, "  inherited frees      %" PRIu64 " (blocks of the parent, allocated before the fork)\n",
+			r->inherited);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
 	if (r->agg_untracked)
@@ -468,17 +531,27 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			print_stack(o, ctx, sf, (uint32_t)a->key, "            ");
 	}
 
-	/* Leaks, biggest first, with their stacks when the trace has them. */
+	/* Leaks, biggest first, with their stacks when the trace has them:
+	 * the certain ones, then those a loss of events may have caused. */
 	struct aggtab *lt = r->has_stacks ? &r->stacks : &r->sites;
 	struct agg *leaks = malloc((lt->n ? lt->n : 1) * sizeof(*leaks));
-	size_t nl = 0;
-	for (size_t i = 0; leaks && i < lt->n; i++)
-		if (lt->v[i].live_n)
-			leaks[nl++] = lt->v[i];
-	if (nl) {
+	for (int possible = 0; possible < 2 && leaks; possible++) {
+		size_t nl = 0;
+		for (size_t i = 0; i < lt->n; i++) {
+			struct agg l = leak_part(&lt->v[i], possible);
+			if (l.live_n)
+				leaks[nl++] = l;
+		}
+		if (!nl)
+			continue;
 		qsort(leaks, nl, sizeof(*leaks), cmp_leak);
 		size_t m = r->top > 0 && (size_t)r->top < nl ? (size_t)r->top : nl;
-		fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
+		if (possible)
+			fprintf(o, "\nPossible leaks: blocks alive at exit whose free may be among the lost events "
+				   "(top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
+		else
+			fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl,
+				r->has_stacks ? "stacks" : "sites");
 		for (size_t i = 0; i < m; i++) {
 			char *sn = report_site_name(ctx, leaks[i].site, 0);
 			fprintf(o, "  %" PRIu64 " bytes in %" PRIu64 " blocks allocated at %s\n", leaks[i].live_req,
@@ -495,7 +568,10 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		for (int k = 0; k < RP_E_COUNT; k++) {
 			if (!r->err_total[k])
 				continue;
-			fprintf(o, "  %s: %" PRIu64 "\n", replay_err_name[k], r->err_total[k]);
+			fprintf(o, "  %s: %" PRIu64, replay_err_name[k], r->err_total[k]);
+			if (r->err_possible[k])
+				fprintf(o, " (%" PRIu64 " %s)", r->err_possible[k], report_possible_why(r));
+			fputc('\n', o);
 			for (size_t i = 0; i < r->nerrs; i++) {
 				const struct err *e = &r->errs[i];
 				if (e->kind != k)
@@ -510,7 +586,8 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 											   "keeps no sites of frees)",
 						k == RP_E_MISMATCH ? sa : "", k == RP_E_MISMATCH ? ", freed by another family" : "");
 				else
-					fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
+					fprintf(o, "    %" PRIu64 "x%s%s, first 0x%" PRIx64 ": ", e->count,
+						e->possible ? " " : "", e->possible ? report_possible_why(r) : "", e->ptr);
 				if (r->aggregate && !e->site_free)
 					;
 				else if (k == RP_E_UNKNOWN || k == RP_E_REALLOC_UNKNOWN)
@@ -537,9 +614,7 @@ static void json_num(FILE *o, const char *k, uint64_t v, int comma)
 
 static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sym_ctx *ctx, const char *dir)
 {
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
+	uint64_t npos, nerr = report_errors(r, &npos);
 	fprintf(o, "{\"trace\": ");
 	cli_json_string(o, dir);
 	fprintf(o, ",\n \"totals\": {");
@@ -555,6 +630,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "\"peak_time_s\": %.9f, ", r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
 	json_num(o, "leaked_bytes", r->live_req, 1);
 	json_num(o, "leaked_blocks", r->live_n, 1);
+	json_num(o, "leaked_bytes_possible", r->pos_req, 1);
+	json_num(o, "leaked_blocks_possible", r->pos_n, 1);
 	json_num(o, "cross_cpu_frees", r->xcpu, 1);
 	json_num(o, "cross_thread_frees", r->xthread, 1);
 	json_num(o, "mmaps", r->mmaps, 1);
@@ -562,6 +639,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	json_num(o, "lost_events", r->lost, 1);
 	fprintf(o, "\"aggregate\": %s, ", r->aggregate ? "true" : "false");
 	json_num(o, "untracked_blocks", r->agg_untracked, 1);
+	json_num(o, "inherited_frees", r->inherited, 1);
+	json_num(o, "errors_possible", npos, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
 	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
@@ -582,6 +661,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		fprintf(o, "\"fragmentation_pct\": %.4f, ", report_frag(a->req, a->usable));
 		json_num(o, "leaked_bytes", a->live_req, 1);
 		json_num(o, "leaked_blocks", a->live_n, 1);
+		json_num(o, "leaked_bytes_possible", a->pos_req, 1);
+		json_num(o, "leaked_blocks_possible", a->pos_n, 1);
 		json_num(o, "cross_cpu_frees", a->xcpu, 1);
 		json_num(o, "cross_thread_frees", a->xthread, 1);
 		char fams[128];
@@ -599,6 +680,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		cli_json_string(o, replay_err_name[e->kind]);
 		fprintf(o, ", ");
 		json_num(o, "count", e->count, 1);
+		fprintf(o, "\"possible\": %s, ", e->possible ? "true" : "false");
 		fprintf(o, "\"ptr\": \"0x%" PRIx64 "\", \"alloc_family\": ", e->ptr);
 		cli_json_string(o, e->site_alloc ? mem_alloc_name(e->fam_alloc) : "");
 		fprintf(o, ", \"alloc_site\": ");
@@ -693,13 +775,13 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 		r->live_usable += s->live_usable;
 		r->xcpu += s->xcpu;
 		if (s->mismatched) {
-			add_err(r, RP_E_MISMATCH, 0, 0, site, 0, 0, 0, 0);
+			add_err(r, RP_E_MISMATCH, 0, 0, site, 0, 0, 0, 0, 0);
 			r->errs[r->nerrs - 1].count += s->mismatched - 1;
 			r->err_total[RP_E_MISMATCH] += s->mismatched - 1;
 		}
 	}
 	if (h->unknown_frees) {
-		add_err(r, RP_E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0);
+		add_err(r, RP_E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0, 0);
 		r->errs[r->nerrs - 1].count += h->unknown_frees - 1;
 		r->err_total[RP_E_UNKNOWN] += h->unknown_frees - 1;
 	}
@@ -791,10 +873,12 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 			status = 1;
 			break;
 		}
-		if (it.kind == RD_ITEM_EVENT)
+		if (it.kind == RD_ITEM_EVENT) {
 			replay(r, &it);
-		else
+		} else {
 			r->lost += it.count;
+			(void)replay_item(&r->rp, &it);
+		}
 		if (r->rates && report_html_item(r, &it) < 0) {
 			fprintf(stderr, PFX "out of memory\n");
 			status = 1;
@@ -802,6 +886,9 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		}
 	}
 	rd_trace_close(t);
+	/* The losses no packet shows (the env's). */
+	r->lost += r->rp.env_lost;
+	(void)replay_finish(&r->rp);
 	if (r->rp.oom) {
 		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
 		status = 1;

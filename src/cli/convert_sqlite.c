@@ -684,7 +684,7 @@ static int on_error(void *arg, const struct replay_event *ev, const struct repla
 	return step(c, st);
 }
 
-static const struct replay_ops sqlite_ops = { on_alloc, on_failed, on_end, on_error };
+static const struct replay_ops sqlite_ops = { on_alloc, on_failed, on_end, on_error, NULL };
 
 /* ---- events ----------------------------------------------------------------- */
 
