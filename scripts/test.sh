@@ -146,6 +146,9 @@ fi
 if [ -x tests/e2e/mem_more.sh ]; then
 	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
 fi
+if [ -x tests/e2e/mem_losses.sh ]; then
+	suite "allocation report under lost events, inherited frees (gcc build)" tests/e2e/mem_losses.sh build
+fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi

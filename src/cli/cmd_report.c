@@ -570,7 +570,8 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 				continue;
 			fprintf(o, "  %s: %" PRIu64, replay_err_name[k], r->err_total[k]);
 			if (r->err_possible[k])
-				fprintf(o, " (%" PRIu64 " %s)", r->err_possible[k], report_possible_why(r));
+				fprintf(o, " (%" PRIu64 " certain, %" PRIu64 " possible)", r->err_total[k] - r->err_possible[k],
+					r->err_possible[k]);
 			fputc('\n', o);
 			for (size_t i = 0; i < r->nerrs; i++) {
 				const struct err *e = &r->errs[i];
