@@ -146,6 +146,9 @@ fi
 if [ -x tests/e2e/mem_more.sh ]; then
 	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
 fi
+if [ -x tests/e2e/mem_losses.sh ]; then
+	suite "allocation report under lost events, inherited frees (gcc build)" tests/e2e/mem_losses.sh build
+fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi
@@ -230,6 +233,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem.sh build-asan
 		[ -x tests/e2e/mem_agg.sh ] && suite "allocation counters (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
+		[ -x tests/e2e/mem_losses.sh ] && suite "allocation report under lost events (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_losses.sh build-asan
 		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
 		[ -x tests/e2e/rseq_clock.sh ] && suite "rseq on the monotonic clock (asan build)" \

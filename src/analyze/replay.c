@@ -11,6 +11,8 @@
  * valid during the call).
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +84,34 @@ void replay_class_init(struct replay_class *c, const char *name, const struct rd
 
 /* ---- blocks ---------------------------------------------------------------- */
 
+/* What the env says: a forked child's trace; losses without a time
+ * (docs/trace-format.md, "Loss accounting"). */
+static void env_read(struct replay *rp, const struct rd_meta *m)
+{
+	const struct rd_env *f = rd_meta_env(m, "ringtrace_follow");
+	rp->forked = f && f->str && !strcmp(f->str, "fork");
+	/* A trace without the program's beginning: a snapshot or overwrite
+	 * mode keeps its last packets only, an attached recording starts
+	 * late. What came before it is unknown. */
+	const struct rd_env *mode = rd_meta_env(m, "ringtrace_mode"), *snap = rd_meta_env(m, "ringtrace_snapshot"),
+			    *att = rd_meta_env(m, "ringtrace_attached");
+	rp->no_start = (mode && mode->str && !strcmp(mode->str, "overwrite")) || (snap && !snap->str && snap->num > 0) ||
+		       (att && !att->str && att->num > 0);
+	for (size_t i = 0; i < m->n_env; i++) {
+		const struct rd_env *e = &m->env[i];
+		unsigned long long cpu;
+		int end = 0;
+		if (e->str || e->num <= 0 || sscanf(e->key, "ringtrace_stream_%llu_%n", &cpu, &end) != 1 || !end)
+			continue;
+		const char *cause = e->key + end;
+		if (!strcmp(cause, "discarded_after") || !strcmp(cause, "lost_unwritten") ||
+		    !strcmp(cause, "lost_crash")) {
+			rp->env_lost += (uint64_t)e->num;
+			replay_loss(rp, 0, 0, 0, 0);
+		}
+	}
+}
+
 int replay_init(struct replay *rp, const struct rd_meta *meta, unsigned flags, const struct replay_ops *ops,
 		void *arg)
 {
@@ -91,6 +121,8 @@ int replay_init(struct replay *rp, const struct rd_meta *meta, unsigned flags, c
 	rp->arg = arg;
 	rp->flags = flags;
 	rp->meta = meta;
+	if (meta)
+		env_read(rp, meta);
 	if (meta && meta->n_events) {
 		rp->cls = calloc(meta->n_events, sizeof(*rp->cls));
 		rp->cls_ready = calloc(meta->n_events, 1);
@@ -128,10 +160,18 @@ const struct replay_block *replay_find(const struct replay *rp, uint64_t ptr)
 	return blk_get(rp, ptr);
 }
 
-/* The slot of a new address (entered in the map, contents zero), or NULL
+/* The block of address ptr, entered in the map if new (contents zero;
+ * *ret_created set), in one probe of the map: every allocation asks. NULL
  * when out of memory (rp->oom set). */
-static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
+static struct replay_block *blk_put(struct replay *rp, uint64_t ptr, int *ret_created)
 {
+	uint64_t *i = u64map_put(&rp->idx, ptr, ret_created);
+	if (!i) {
+		rp->oom = 1;
+		return NULL;
+	}
+	if (!*ret_created)
+		return &rp->blk[*i];
 	size_t slot;
 	if (rp->free_head) {
 		slot = rp->free_head - 1;
@@ -141,6 +181,7 @@ static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
 			size_t cap = rp->capblk ? rp->capblk * 2 : 1024;
 			struct replay_block *v = realloc(rp->blk, cap * sizeof(*v));
 			if (!v) {
+				u64map_del(&rp->idx, ptr);
 				rp->oom = 1;
 				return NULL;
 			}
@@ -148,14 +189,6 @@ static struct replay_block *blk_new(struct replay *rp, uint64_t ptr)
 			rp->capblk = cap;
 		}
 		slot = rp->nblk++;
-	}
-	uint64_t *i = u64map_put(&rp->idx, ptr, NULL);
-	if (!i) {
-		/* Back on the list of reusable slots. */
-		rp->blk[slot].user = rp->free_head;
-		rp->free_head = slot + 1;
-		rp->oom = 1;
-		return NULL;
 	}
 	*i = slot;
 	memset(&rp->blk[slot], 0, sizeof(rp->blk[slot]));
@@ -174,10 +207,76 @@ static void blk_drop(struct replay *rp, struct replay_block *b)
 
 /* ---- the replay ------------------------------------------------------------ */
 
+void replay_loss(struct replay *rp, int has_begin, int64_t begin_ns, int has_end, int64_t end_ns)
+{
+	/* The beginning is not kept: a window is registered when the
+	 * replay reaches it, so every one registered began before the
+	 * event being replayed (or has no time, and may be anywhere). */
+	(void)has_begin;
+	(void)begin_ns;
+	int64_t end = has_end ? end_ns : INT64_MAX;
+	if (!rp->losses || end > rp->loss_end)
+		rp->loss_end = end;
+	rp->losses++;
+}
+
+/* Did a loss window that began before now end at or after time t (ok:
+ * t is a time)? */
+static int lost_since(const struct replay *rp, int ok, int64_t t)
+{
+	return rp->losses && (!ok || rp->loss_end >= t);
+}
+
+/* The same for an error: a trace without the program's beginning may
+ * have lost anything before its first packets, which the reader tells
+ * only when it reaches them (a loss without a beginning comes at its
+ * end). */
+static int err_lost_since(const struct replay *rp, int ok, int64_t t)
+{
+	return rp->no_start || lost_since(rp, ok, t);
+}
+
+int replay_leak_possible(const struct replay *rp, const struct replay_block *b)
+{
+	return lost_since(rp, b->ns_ok, b->ns);
+}
+
+int replay_finish(struct replay *rp)
+{
+	if (!rp->ops->leak)
+		return 0;
+	for (size_t i = 0; i < rp->nblk; i++) {
+		const struct replay_block *b = &rp->blk[i];
+		if (!b->live)
+			continue;
+		int k = rp->ops->leak(rp->arg, b, replay_leak_possible(rp, b));
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
 static int error(struct replay *rp, const struct replay_event *ev, int kind, uint64_t ptr, unsigned call,
 		 const struct replay_block *b)
 {
-	struct replay_error e = { kind, ptr, call, b };
+	struct replay_error e = { kind, ptr, call, b, 0, 0 };
+	switch (kind) {
+	case RP_E_UNKNOWN:
+	case RP_E_REALLOC_UNKNOWN:
+		/* Its allocation may be among the lost, or the parent's. */
+		e.possible = rp->no_start || rp->losses > 0;
+		e.inherited = (uint8_t)rp->forked;
+		break;
+	case RP_E_DOUBLE:
+	case RP_E_REALLOC_FREED:
+		/* Allocated again between the two, and that lost. */
+		e.possible = (uint8_t)err_lost_since(rp, b->end_ns_ok && ev->ns_ok, b->end_ns);
+		break;
+	case RP_E_MISMATCH:
+		/* Freed and allocated by another family since, both lost. */
+		e.possible = (uint8_t)err_lost_since(rp, b->ns_ok && ev->ns_ok, b->ns);
+		break;
+	}
 	return rp->ops->error ? rp->ops->error(rp->arg, ev, &e) : 0;
 }
 
@@ -193,6 +292,8 @@ static int end_block(struct replay *rp, const struct replay_event *ev, struct re
 	b->live = 0;
 	b->end = (uint8_t)end;
 	b->end_site = site;
+	b->end_ns = ev->ns;
+	b->end_ns_ok = ev->ns_ok;
 	int k = rp->ops->end ? rp->ops->end(rp->arg, ev, b) : 0;
 	if (!(rp->flags & REPLAY_KEEP_FREED) && end != RP_END_REUSED)
 		blk_drop(rp, b);
@@ -204,17 +305,18 @@ static int alloc_block(struct replay *rp, const struct replay_event *ev, uint64_
 {
 	if (!ptr)
 		return rp->ops->failed ? rp->ops->failed(rp->arg, ev, size, fam) : 0;
-	struct replay_block *b = blk_get(rp, ptr);
-	if (b && b->live) {
+	int created;
+	struct replay_block *b = blk_put(rp, ptr, &created);
+	if (!b)
+		return 0;
+	if (b->live) {
 		/* Handed out again without a free we saw: the old block is
-		 * gone. Its slot is the new block's. */
+		 * gone. Its slot is the new block's (end_block keeps a
+		 * reused block's slot). */
 		int k = end_block(rp, ev, b, RP_END_REUSED, 0);
 		if (k < 0)
 			return k;
-		b = blk_get(rp, ptr);
 	}
-	if (!b && !(b = blk_new(rp, ptr)))
-		return 0;
 	memset(b, 0, sizeof(*b));
 	b->ptr = ptr;
 	b->size = size;
@@ -314,10 +416,18 @@ static uint64_t fval(const struct rd_value *f, int i)
 
 int replay_item(struct replay *rp, const struct rd_item *it)
 {
+	if (it->kind == RD_ITEM_LOST_EVENTS || it->kind == RD_ITEM_LOST_PACKETS) {
+		replay_loss(rp, it->has_begin && it->ns_ok, it->ns, it->end_ok, it->end_ns);
+		return 0;
+	}
 	if (it->kind != RD_ITEM_EVENT || !it->fields)
 		return 0;
-	const struct replay_class *c = replay_item_class(rp, it);
-	if (!c || c->kind == RP_NONE)
+	return replay_item_of(rp, it, replay_item_class(rp, it));
+}
+
+int replay_item_of(struct replay *rp, const struct rd_item *it, const struct replay_class *c)
+{
+	if (it->kind != RD_ITEM_EVENT || !it->fields || !c || c->kind == RP_NONE)
 		return 0;
 	const struct rd_value *f = it->fields;
 	struct replay_event ev = {

@@ -32,6 +32,32 @@
  *    (mem_alloc_class / mem_free_class); a realloc or mremap is not
  *    checked.
  *
+ * Losses. A trace that lost events may show errors and leaks that the
+ * program did not make: a block whose free was lost stays alive, a free
+ * whose allocation was lost names an unknown pointer. The replay learns
+ * the losses (replay_loss: a window of time per stream, from the
+ * packets' timestamps) and marks what a loss may have caused as
+ * possible, never as certain (docs/mem.md, "Lost events"):
+ *  - a leak (a block alive at the end) is possible when a loss window
+ *    ends at or after its allocation: its free may be among the lost;
+ *  - a free or realloc of an unknown pointer is possible when a loss
+ *    window began before it: its allocation may be among the lost;
+ *  - a double free or realloc of a freed block, when a loss window
+ *    began before it and ended at or after the first free: the block may
+ *    have been allocated again in between; a mismatched free, when one
+ *    ended at or after the allocation (a free and an allocation of
+ *    another family lost in between).
+ * Losses without a time (counted after a stream's last packet, or
+ * unreadable after a crash) make everything possible; so does, for
+ * errors, a trace without the program's beginning (a snapshot, overwrite
+ * mode, an attached recording), whose first losses the reader delivers
+ * late, at the end of their window.
+ *
+ * A forked child's trace (env ringtrace_follow = "fork") starts at the
+ * fork: a free of a pointer it never saw allocated is taken as the free
+ * of a block inherited from the parent, not as an error (the flag
+ * `inherited`).
+ *
  * One thread; built for traces of millions of events: memory is one entry
  * per address seen (REPLAY_KEEP_FREED, so that a second free finds the
  * first) or per block alive (without it), never per event.
@@ -123,7 +149,9 @@ struct replay_block {
 	uint8_t has_stack, ns_ok;
 	uint8_t live;
 	uint8_t end;                 /* ended: how (MEM_F_* or RP_END_*) */
+	uint8_t end_ns_ok;           /* ended: end_ns is a time */
 	uint64_t end_site;           /* ended: the site of that call */
+	int64_t end_ns;              /* ended: when */
 	uint64_t user;               /* the consumer's, set in its alloc callback */
 };
 
@@ -135,6 +163,9 @@ struct replay_error {
 	const struct replay_block *b;    /* the block: ended (double free, realloc of
 					  * a freed block), alive (mismatch), NULL
 					  * (unknown) */
+	uint8_t possible;            /* a loss of events may have caused it */
+	uint8_t inherited;           /* unknown pointer in a forked child: a block
+				      * of its parent's, from before the fork */
 };
 
 /*
@@ -153,6 +184,9 @@ struct replay_ops {
 	/* Block b ended by ev, b->end says how, b->end_site where. */
 	int (*end)(void *arg, const struct replay_event *ev, const struct replay_block *b);
 	int (*error)(void *arg, const struct replay_event *ev, const struct replay_error *e);
+	/* replay_finish(): block b alive at the end of the trace; possible:
+	 * a loss of events may have hidden its free. */
+	int (*leak)(void *arg, const struct replay_block *b, int possible);
 };
 
 /* Keep ended blocks (one entry per address seen): needed to tell a
@@ -178,9 +212,20 @@ struct replay {
 	 * the bytes of the mappings among them. */
 	uint64_t live_n, live_req, live_usable, live_pages;
 	int oom;                     /* a block was not kept: figures miss it */
+	/* Losses registered (replay_loss) and the latest end of their
+	 * windows (INT64_MAX: one without an end). */
+	uint64_t losses;
+	int64_t loss_end;
+	/* Events the trace's env counts as lost with no time: after a
+	 * stream's last packet, or unreadable after a crash. */
+	uint64_t env_lost;
+	int forked;                  /* the trace of a forked child */
+	int no_start;                /* a snapshot, overwrite mode, attached */
 };
 
-/* meta: the trace's, for replay_item (NULL if only replay_apply is used).
+/* meta: the trace's, for replay_item (NULL if only replay_apply is used):
+ * its env also says whether the trace is a forked child's, and the losses
+ * it counts without a time (registered here, as windows without bounds).
  * 0 or -ENOMEM. */
 int replay_init(struct replay *rp, const struct rd_meta *meta, unsigned flags, const struct replay_ops *ops,
 		void *arg);
@@ -189,12 +234,33 @@ void replay_free(struct replay *rp);
 /* The class of an event of the trace (NULL: not one of its classes). */
 const struct replay_class *replay_item_class(struct replay *rp, const struct rd_item *it);
 
-/* Replay one item of the trace: 0 when it is not an allocation event,
- * 1 when replayed, or a callback's negative return. */
+/* Replay one item of the trace: 0 when it is not an allocation event
+ * (a loss item, RD_ITEM_LOST_*, is registered with replay_loss), 1 when
+ * replayed, or a callback's negative return. */
 int replay_item(struct replay *rp, const struct rd_item *it);
+
+/* replay_item() of an item whose class the caller has looked up
+ * (replay_item_class), to look it up once per event. */
+int replay_item_of(struct replay *rp, const struct rd_item *it, const struct replay_class *c);
 
 /* Replay one decoded event: 0, or a callback's negative return. */
 int replay_apply(struct replay *rp, const struct replay_event *ev);
+
+/*
+ * A window of time in which events may have been lost: from begin_ns
+ * (has_begin 0: from the start of the trace) to end_ns (has_end 0: to its
+ * end). Called in time order of the windows' beginnings, as the reader
+ * delivers its loss items, so that an error is judged with the losses
+ * that began before it.
+ */
+void replay_loss(struct replay *rp, int has_begin, int64_t begin_ns, int has_end, int64_t end_ns);
+
+/* May a loss of events have hidden the free of block b (alive)? */
+int replay_leak_possible(const struct replay *rp, const struct replay_block *b);
+
+/* The end of the trace: ops->leak for every block alive, in no order.
+ * 0, or a callback's negative return. */
+int replay_finish(struct replay *rp);
 
 /* The block at ptr, alive or (REPLAY_KEEP_FREED) ended; NULL. */
 const struct replay_block *replay_find(const struct replay *rp, uint64_t ptr);

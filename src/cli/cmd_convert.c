@@ -34,7 +34,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/frames.h"
 #include "analyze/replay.h"
+#include "analyze/utf8.h"
 #include "cli/cli.h"
 #include "cli/convert.h"
 #include "ctf/buf.h"
@@ -143,40 +145,6 @@ static int sink_close(struct sink *s)
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	size_t len;
-	unsigned cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
 
 /* A JSON string: escapes for '"', '\\' and control bytes; a byte that is
  * not part of valid UTF-8 becomes \u00XX (its Latin-1 reading). */
@@ -930,29 +898,6 @@ static int folded_event(struct folded *fo, const struct rd_item *it)
 	return 0;
 }
 
-/* A frame of libringtrace-malloc.so (its wrappers and event functions). */
-static int own_frame(struct sym_ctx *ctx, uint64_t ip)
-{
-	struct sym_result s;
-	if (!ctx || !ip || sym_resolve(ctx, ip - 1, &s) < 0 || !s.object)
-		return 0;
-	const char *base = strrchr(s.object, '/');
-	base = base ? base + 1 : s.object;
-	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
-}
-
-/* Where the program's part of a stack starts: after the last frame of the
- * allocation tracer among the first 8, as the report does (a C++ operator
- * new has the runtime's between two of ours). */
-static uint32_t first_frame(struct sym_ctx *ctx, const uint64_t *ips, uint32_t depth)
-{
-	uint32_t first = 0;
-	for (uint32_t i = 0; i < depth && i < 8; i++)
-		if (own_frame(ctx, ips[i]))
-			first = i + 1;
-	return first < depth ? first : depth ? depth - 1 : 0;
-}
-
 /* A name as one folded frame: ';' separates frames, the last ' ' the count
  * and a line break the lines, so none of them may appear (C++ names hold
  * spaces). */
@@ -998,7 +943,7 @@ static int add_line(struct fline *v, size_t *n, struct ctf_buf *b, struct sym_ct
 		    uint32_t depth, uint64_t count)
 {
 	ctf_buf_reset(b);
-	for (uint32_t k = depth, first = first_frame(ctx, ips, depth); k-- > first;) {
+	for (uint32_t k = depth, first = frames_first(ctx, ips, depth); k-- > first;) {
 		fold_frame(b, ctx, ips[k]);
 		if (k > first)
 			ctf_buf_putc(b, ';');
@@ -1012,26 +957,12 @@ static int add_line(struct fline *v, size_t *n, struct ctf_buf *b, struct sym_ct
 	return 0;
 }
 
-static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debug_dir)
-{
-	struct sym_ctx *ctx = NULL;
-	if (!sf->nmaps || sym_ctx_new(debug_dir, &ctx) < 0)
-		return NULL;
-	for (size_t i = 0; i < sf->nmaps; i++) {
-		const struct rt_map *m = &sf->maps[i];
-		if (m->start < m->end)
-			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
-					      m->end);
-	}
-	return ctx;
-}
-
 /* Symbolise, merge the stacks that fold to the same line, write sorted. */
 static int folded_write(struct folded *fo, struct sink *out, const char *debug_dir)
 {
 	size_t cap = fo->sf.nstacks + fo->nin + 1, n = 0;
 	struct fline *v = calloc(cap, sizeof(*v));
-	struct sym_ctx *ctx = symbolizer(&fo->sf, debug_dir);
+	struct sym_ctx *ctx = frames_symbolizer(&fo->sf, debug_dir);
 	struct ctf_buf b;
 	int r = v ? 0 : -ENOMEM;
 	ctf_buf_init(&b);

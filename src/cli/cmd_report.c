@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/frames.h"
 #include "cli/cli.h"
 #include "cli/mem_agg_io.h"
 #include "cli/progress.h"
@@ -78,13 +79,14 @@ static void aggtab_free(struct aggtab *t)
 }
 
 static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64_t sa, uint8_t fa, uint64_t sf,
-		    uint8_t ff, uint64_t sg)
+		    uint8_t ff, uint64_t sg, uint8_t pos)
 {
 	r->err_total[kind]++;
+	r->err_possible[kind] += pos;
 	for (size_t i = 0; i < r->nerrs; i++) {
 		struct err *e = &r->errs[i];
 		if (e->kind == kind && e->site_alloc == sa && e->site_free == sf && e->site_again == sg &&
-		    e->fam_alloc == fa && e->fam_free == ff) {
+		    e->fam_alloc == fa && e->fam_free == ff && e->possible == pos) {
 			e->count++;
 			return;
 		}
@@ -97,7 +99,7 @@ static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64
 			return;
 		r->errs = v;
 	}
-	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, 1, ptr, ns };
+	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, pos, 1, ptr, ns };
 }
 
 /* ---- the replay's consumer ---------------------------------------------------- */
@@ -130,10 +132,27 @@ static void heap_now(struct report *r)
 		r->pages_peak = r->rp.live_pages;
 }
 
+/* A block's rows, by site and by stack, as on_alloc found them: their
+ * indexes + 1 in the block's `user` (0: none), so that its end needs no
+ * second lookup. */
+static uint64_t rows_of(const struct report *r, const struct agg *site, const struct agg *stack)
+{
+	uint64_t a = site ? (uint64_t)(site - r->sites.v) + 1 : 0, b = stack ? (uint64_t)(stack - r->stacks.v) + 1 : 0;
+	return a | b << 32;
+}
+
+static void rows_get(struct report *r, uint64_t user, struct agg *ret[2])
+{
+	uint32_t a = (uint32_t)user, b = (uint32_t)(user >> 32);
+	ret[0] = a ? &r->sites.v[a - 1] : NULL;
+	ret[1] = b ? &r->stacks.v[b - 1] : NULL;
+}
+
 static int on_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
 {
 	struct report *r = arg;
 	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
+	b->user = rows_of(r, t[0], t[1]);
 	r->allocs++;
 	r->req += b->size;
 	r->usable += b->usable;
@@ -190,7 +209,8 @@ static int on_end(void *arg, const struct replay_event *ev, const struct replay_
 		r->xthread += xt;
 		r->munmaps += b->end == MEM_F_MUNMAP;
 	}
-	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
+	struct agg *t[2];
+	rows_get(r, b->user, t);
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
@@ -211,16 +231,57 @@ static int on_error(void *arg, const struct replay_event *ev, const struct repla
 {
 	struct report *r = arg;
 	const struct replay_block *b = e->b;
+	if (e->inherited) {
+		r->inherited++;
+		return 0;
+	}
 	if (!b)
-		add_err(r, e->kind, e->ptr, ev->ns, 0, 0, ev->site, (uint8_t)e->call, 0);
+		add_err(r, e->kind, e->ptr, ev->ns, 0, 0, ev->site, (uint8_t)e->call, 0, e->possible);
 	else if (e->kind == RP_E_MISMATCH)
-		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, ev->site, (uint8_t)e->call, 0);
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, ev->site, (uint8_t)e->call, 0, e->possible);
 	else
-		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, b->end_site, b->end, ev->site);
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, b->end_site, b->end, ev->site, e->possible);
 	return 0;
 }
 
-static const struct replay_ops report_ops = { on_alloc, on_failed, on_end, on_error };
+/* The end of the trace: the blocks alive whose free a loss may have
+ * hidden are possible leaks, in their rows and in the totals. */
+static int on_leak(void *arg, const struct replay_block *b, int possible)
+{
+	struct report *r = arg;
+	if (!possible)
+		return 0;
+	struct agg *t[2];
+	rows_get(r, b->user, t);
+	r->pos_n++;
+	r->pos_req += b->size;
+	for (int i = 0; i < 2; i++) {
+		if (t[i]) {
+			t[i]->pos_n++;
+			t[i]->pos_req += b->size;
+		}
+	}
+	return 0;
+}
+
+static const struct replay_ops report_ops = { on_alloc, on_failed, on_end, on_error, on_leak };
+
+uint64_t report_errors(const struct report *r, uint64_t *ret_possible)
+{
+	uint64_t n = 0, p = 0;
+	for (int k = 0; k < RP_E_COUNT; k++) {
+		n += r->err_total[k];
+		p += r->err_possible[k];
+	}
+	if (ret_possible)
+		*ret_possible = p;
+	return n;
+}
+
+const char *report_possible_why(const struct report *r)
+{
+	return r->rp.no_start ? "possible (events lost, or before the trace began)" : "possible (events lost)";
+}
 
 /* One item of the trace: the figures of a mem event, then its effects. */
 static void replay(struct report *r, const struct rd_item *it)
@@ -236,26 +297,12 @@ static void replay(struct report *r, const struct rd_item *it)
 	r->events++;
 	r->reallocs += c->kind == RP_REALLOC;
 	r->mmaps += c->kind == RP_MMAP;
-	(void)replay_item(&r->rp, it);
+	(void)replay_item_of(&r->rp, it, c);
 	if (r->heap)
 		report_html_heap(r, it->ns);
 }
 
 /* ---- symbols ------------------------------------------------------------- */
-
-static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debug_dir)
-{
-	struct sym_ctx *ctx = NULL;
-	if (!sf->nmaps || sym_ctx_new(debug_dir, &ctx) < 0)
-		return NULL;
-	for (size_t i = 0; i < sf->nmaps; i++) {
-		const struct rt_map *m = &sf->maps[i];
-		if (m->start < m->end)
-			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
-					      m->end);
-	}
-	return ctx;
-}
 
 /* "function+0xoff (file:line)", "object+0xoff" or "0xaddr". `site` is a
  * return address: its line is the call's (site - 1). fn_only: the
@@ -314,6 +361,16 @@ static int cmp_agg(const void *x, const void *y)
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
+/* A leak row: the certain part of a row's live blocks, or the possible
+ * part, in live_n and live_req (what cmp_leak sorts by). */
+static struct agg leak_part(const struct agg *a, int possible)
+{
+	struct agg l = *a;
+	l.live_n = possible ? a->pos_n : a->live_n - a->pos_n;
+	l.live_req = possible ? a->pos_req : a->live_req - a->pos_req;
+	return l;
+}
+
 static int cmp_leak(const void *x, const void *y)
 {
 	const struct agg *a = x, *b = y;
@@ -364,6 +421,8 @@ static void merge_by_name(struct aggtab *t)
 		d->live_usable += s->live_usable;
 		d->xcpu += s->xcpu;
 		d->xthread += s->xthread;
+		d->pos_n += s->pos_n;
+		d->pos_req += s->pos_req;
 		d->fams |= s->fams;
 		free(s->name);
 	}
@@ -382,17 +441,6 @@ void report_fams_text(uint64_t fams, char *buf, size_t len)
 		buf[len - 1] = 0;
 }
 
-/* A frame of libringtrace-malloc.so (its wrappers and event functions). */
-static int own_frame(struct sym_ctx *ctx, uint64_t ip)
-{
-	struct sym_result s;
-	if (!ctx || sym_resolve(ctx, ip - 1, &s) < 0 || !s.object)
-		return 0;
-	const char *base = strrchr(s.object, '/');
-	base = base ? base + 1 : s.object;
-	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
-}
-
 const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id)
 {
 	size_t lo = 0, hi = sf->nstacks;
@@ -406,19 +454,6 @@ const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uin
 	return lo < sf->nstacks && sf->stacks[lo].id == id ? &sf->stacks[lo] : NULL;
 }
 
-/* Where the program's part of a stack starts: after the last frame of the
- * tracer among the first few (the stack is captured inside its wrapper,
- * and a C++ operator new has the runtime's own between two of ours:
- * malloc <- libstdc++'s operator new <- ours <- the program). */
-uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st)
-{
-	uint32_t first = 0;
-	for (uint32_t i = 0; i < st->depth && i < 8; i++)
-		if (own_frame(ctx, st->ips[i]))
-			first = i + 1;
-	return first < st->depth ? first : st->depth ? st->depth - 1 : 0;
-}
-
 static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *sf, uint32_t id, const char *indent)
 {
 	const struct stackmap_stack *st = report_find_stack(sf, id);
@@ -426,7 +461,7 @@ static void print_stack(FILE *o, struct sym_ctx *ctx, const struct stack_files *
 		fprintf(o, "%s(stack %u not in the trace's map)\n", indent, id);
 		return;
 	}
-	for (uint32_t i = report_first_frame(ctx, st); i < st->depth; i++) {
+	for (uint32_t i = frames_first(ctx, st->ips, st->depth); i < st->depth; i++) {
 		char *n = report_site_name(ctx, st->ips[i], 0);
 		fprintf(o, "%s%s\n", indent, n ? n : "?");
 		free(n);
@@ -452,7 +487,12 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "  fragmentation        %.2f%%\n", report_frag(r->req, r->usable));
 	fprintf(o, "  peak heap            %" PRIu64 " bytes requested, %" PRIu64 " allocated, at %.6f s\n",
 		r->peak_req, r->peak_usable, r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
-	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks\n", r->live_req, r->live_n);
+	fprintf(o, "  leaked at exit       %" PRIu64 " bytes in %" PRIu64 " blocks", r->live_req, r->live_n);
+	if (r->lost)
+		fprintf(o, ": %" PRIu64 " bytes in %" PRIu64 " blocks certain, %" PRIu64 " bytes in %" PRIu64
+			   " blocks possible (events lost after their allocation)",
+			r->live_req - r->pos_req, r->live_n - r->pos_n, r->pos_req, r->pos_n);
+	fputc('\n', o);
 	fprintf(o, "  cross-CPU frees      %" PRIu64 " (%.2f%%)\n", r->xcpu,
 		r->frees_known ? 100.0 * (double)r->xcpu / (double)r->frees_known : 0.0);
 	fprintf(o, "  cross-thread frees   %" PRIu64 " (%.2f%%)\n", r->xthread,
@@ -460,10 +500,14 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	if (r->mmaps)
 		fprintf(o, "  pages (mmap)         %" PRIu64 " maps, %" PRIu64 " unmapped, peak %" PRIu64 " bytes\n",
 			r->mmaps, r->munmaps, r->pages_peak);
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
-	fprintf(o, "  errors               %" PRIu64 "\n", nerr);
+	uint64_t npos, nerr = report_errors(r, &npos);
+	fprintf(o, "  errors               %" PRIu64, nerr);
+	if (r->lost || npos)
+		fprintf(o, ": %" PRIu64 " certain, %" PRIu64 " %s", nerr - npos, npos, report_possible_why(r));
+	fputc('\n', o);
+	if (r->inherited)
+		fprintf(o, "  inherited frees      %" PRIu64 " (blocks of the parent, allocated before the fork)\n",
+			r->inherited);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
 	if (r->agg_untracked)
@@ -489,17 +533,27 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			print_stack(o, ctx, sf, (uint32_t)a->key, "            ");
 	}
 
-	/* Leaks, biggest first, with their stacks when the trace has them. */
+	/* Leaks, biggest first, with their stacks when the trace has them:
+	 * the certain ones, then those a loss of events may have caused. */
 	struct aggtab *lt = r->has_stacks ? &r->stacks : &r->sites;
 	struct agg *leaks = malloc((lt->n ? lt->n : 1) * sizeof(*leaks));
-	size_t nl = 0;
-	for (size_t i = 0; leaks && i < lt->n; i++)
-		if (lt->v[i].live_n)
-			leaks[nl++] = lt->v[i];
-	if (nl) {
+	for (int possible = 0; possible < 2 && leaks; possible++) {
+		size_t nl = 0;
+		for (size_t i = 0; i < lt->n; i++) {
+			struct agg l = leak_part(&lt->v[i], possible);
+			if (l.live_n)
+				leaks[nl++] = l;
+		}
+		if (!nl)
+			continue;
 		qsort(leaks, nl, sizeof(*leaks), cmp_leak);
 		size_t m = r->top > 0 && (size_t)r->top < nl ? (size_t)r->top : nl;
-		fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
+		if (possible)
+			fprintf(o, "\nPossible leaks: blocks alive at exit whose free may be among the lost events "
+				   "(top %zu of %zu %s)\n", m, nl, r->has_stacks ? "stacks" : "sites");
+		else
+			fprintf(o, "\nLeaks: blocks alive at exit (top %zu of %zu %s)\n", m, nl,
+				r->has_stacks ? "stacks" : "sites");
 		for (size_t i = 0; i < m; i++) {
 			char *sn = report_site_name(ctx, leaks[i].site, 0);
 			fprintf(o, "  %" PRIu64 " bytes in %" PRIu64 " blocks allocated at %s\n", leaks[i].live_req,
@@ -516,7 +570,11 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		for (int k = 0; k < RP_E_COUNT; k++) {
 			if (!r->err_total[k])
 				continue;
-			fprintf(o, "  %s: %" PRIu64 "\n", replay_err_name[k], r->err_total[k]);
+			fprintf(o, "  %s: %" PRIu64, replay_err_name[k], r->err_total[k]);
+			if (r->err_possible[k])
+				fprintf(o, " (%" PRIu64 " certain, %" PRIu64 " possible)", r->err_total[k] - r->err_possible[k],
+					r->err_possible[k]);
+			fputc('\n', o);
 			for (size_t i = 0; i < r->nerrs; i++) {
 				const struct err *e = &r->errs[i];
 				if (e->kind != k)
@@ -531,7 +589,8 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 											   "keeps no sites of frees)",
 						k == RP_E_MISMATCH ? sa : "", k == RP_E_MISMATCH ? ", freed by another family" : "");
 				else
-					fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
+					fprintf(o, "    %" PRIu64 "x%s%s, first 0x%" PRIx64 ": ", e->count,
+						e->possible ? " " : "", e->possible ? report_possible_why(r) : "", e->ptr);
 				if (r->aggregate && !e->site_free)
 					;
 				else if (k == RP_E_UNKNOWN || k == RP_E_REALLOC_UNKNOWN)
@@ -558,9 +617,7 @@ static void json_num(FILE *o, const char *k, uint64_t v, int comma)
 
 static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sym_ctx *ctx, const char *dir)
 {
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
+	uint64_t npos, nerr = report_errors(r, &npos);
 	fprintf(o, "{\"trace\": ");
 	cli_json_string(o, dir);
 	fprintf(o, ",\n \"totals\": {");
@@ -576,6 +633,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "\"peak_time_s\": %.9f, ", r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
 	json_num(o, "leaked_bytes", r->live_req, 1);
 	json_num(o, "leaked_blocks", r->live_n, 1);
+	json_num(o, "leaked_bytes_possible", r->pos_req, 1);
+	json_num(o, "leaked_blocks_possible", r->pos_n, 1);
 	json_num(o, "cross_cpu_frees", r->xcpu, 1);
 	json_num(o, "cross_thread_frees", r->xthread, 1);
 	json_num(o, "mmaps", r->mmaps, 1);
@@ -583,6 +642,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	json_num(o, "lost_events", r->lost, 1);
 	fprintf(o, "\"aggregate\": %s, ", r->aggregate ? "true" : "false");
 	json_num(o, "untracked_blocks", r->agg_untracked, 1);
+	json_num(o, "inherited_frees", r->inherited, 1);
+	json_num(o, "errors_possible", npos, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
 	size_t n = r->top > 0 && (size_t)r->top < rows->n ? (size_t)r->top : rows->n;
@@ -603,6 +664,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		fprintf(o, "\"fragmentation_pct\": %.4f, ", report_frag(a->req, a->usable));
 		json_num(o, "leaked_bytes", a->live_req, 1);
 		json_num(o, "leaked_blocks", a->live_n, 1);
+		json_num(o, "leaked_bytes_possible", a->pos_req, 1);
+		json_num(o, "leaked_blocks_possible", a->pos_n, 1);
 		json_num(o, "cross_cpu_frees", a->xcpu, 1);
 		json_num(o, "cross_thread_frees", a->xthread, 1);
 		char fams[128];
@@ -620,6 +683,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		cli_json_string(o, replay_err_name[e->kind]);
 		fprintf(o, ", ");
 		json_num(o, "count", e->count, 1);
+		fprintf(o, "\"possible\": %s, ", e->possible ? "true" : "false");
 		fprintf(o, "\"ptr\": \"0x%" PRIx64 "\", \"alloc_family\": ", e->ptr);
 		cli_json_string(o, e->site_alloc ? mem_alloc_name(e->fam_alloc) : "");
 		fprintf(o, ", \"alloc_site\": ");
@@ -651,7 +715,7 @@ static uint64_t stack_site(const struct stack_files *sf, struct sym_ctx *ctx, ui
 	const struct stackmap_stack *st = report_find_stack(sf, id);
 	if (!st || !st->depth)
 		return 0;
-	return st->ips[report_first_frame(ctx, st)];
+	return st->ips[frames_first(ctx, st->ips, st->depth)];
 }
 
 static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
@@ -714,13 +778,13 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 		r->live_usable += s->live_usable;
 		r->xcpu += s->xcpu;
 		if (s->mismatched) {
-			add_err(r, RP_E_MISMATCH, 0, 0, site, 0, 0, 0, 0);
+			add_err(r, RP_E_MISMATCH, 0, 0, site, 0, 0, 0, 0, 0);
 			r->errs[r->nerrs - 1].count += s->mismatched - 1;
 			r->err_total[RP_E_MISMATCH] += s->mismatched - 1;
 		}
 	}
 	if (h->unknown_frees) {
-		add_err(r, RP_E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0);
+		add_err(r, RP_E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0, 0);
 		r->errs[r->nerrs - 1].count += h->unknown_frees - 1;
 		r->err_total[RP_E_UNKNOWN] += h->unknown_frees - 1;
 	}
@@ -812,10 +876,12 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 			status = 1;
 			break;
 		}
-		if (it.kind == RD_ITEM_EVENT)
+		if (it.kind == RD_ITEM_EVENT) {
 			replay(r, &it);
-		else
+		} else {
 			r->lost += it.count;
+			(void)replay_item(&r->rp, &it);
+		}
 		if (r->rates && report_html_item(r, &it) < 0) {
 			fprintf(stderr, PFX "out of memory\n");
 			status = 1;
@@ -823,11 +889,14 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		}
 	}
 	rd_trace_close(t);
+	/* The losses no packet shows (the env's). */
+	r->lost += r->rp.env_lost;
+	(void)replay_finish(&r->rp);
 	if (r->rp.oom) {
 		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
 		status = 1;
 	}
-	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
+	struct sym_ctx *ctx = frames_symbolizer(&sf, r->debug_dir);
 	k = merge_aggregate(r, dir, &sf, ctx);
 	if (k < 0)
 		status = 1;
@@ -887,7 +956,8 @@ int cmd_report(int argc, char **argv)
 			       "  counts, bytes requested and allocated (usable), fragmentation, bytes still\n"
 			       "  alive at exit (leaks, with their stacks), cross-CPU and cross-thread frees,\n"
 			       "  and errors: unknown pointers, double frees, mismatched families\n"
-			       "  (malloc/delete, new/free, new[]/delete), realloc of freed blocks.\n"
+			       "  (malloc/delete, new/free, new[]/delete), realloc of freed blocks. When events\n"
+			       "  were lost, the leaks and errors a loss may have caused are shown as possible.\n"
 			       "  --by KEY      callsite (default), stack (needs --stacks) or function\n"
 			       "  --sort KEY    requested (default), allocated, allocs, frees, frag, leaked, xcpu\n"
 			       "  --top N       rows to print (default 20, 0: all)\n"
@@ -1115,7 +1185,7 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 	snprintf(target, sizeof(target), "%d", pid);
 	/* The program's map and objects, copied now (a stack may be new). */
 	int have_sf = stack_live_load(target, &sf) == 0;
-	struct sym_ctx *ctx = have_sf ? symbolizer(&sf, NULL) : NULL;
+	struct sym_ctx *ctx = have_sf ? frames_symbolizer(&sf, NULL) : NULL;
 	struct report r = { 0 };
 	r.has_stacks = h->by_stack && sf.nstacks > 0;
 	merge_block(&r, copy, size, &sf, ctx);

@@ -37,6 +37,8 @@
 
 #include <sqlite3.h>
 
+#include "analyze/frames.h"
+#include "analyze/utf8.h"
 #include "cli/convert.h"
 #include "common/outdir.h"
 #include "ctf/buf.h"
@@ -165,34 +167,6 @@ static int step(struct conv *c, sqlite3_stmt *st)
 }
 
 /* ---- text ------------------------------------------------------------------ */
-
-/* Bytes of the UTF-8 sequence at s (at most n), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t k;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		k = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		k = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		k = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (k > n)
-		return 0;
-	for (size_t i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return k;
-}
 
 /* s[0..n) as valid UTF-8 (invalid bytes become U+FFFD); json: escaped for
  * a JSON string (without the quotes). */
@@ -710,7 +684,7 @@ static int on_error(void *arg, const struct replay_event *ev, const struct repla
 	return step(c, st);
 }
 
-static const struct replay_ops sqlite_ops = { on_alloc, on_failed, on_end, on_error };
+static const struct replay_ops sqlite_ops = { on_alloc, on_failed, on_end, on_error, NULL };
 
 /* ---- events ----------------------------------------------------------------- */
 
@@ -923,20 +897,6 @@ static int put_live(struct conv *c)
 	return 0;
 }
 
-static struct sym_ctx *symbolizer(const struct stack_files *sf)
-{
-	struct sym_ctx *ctx = NULL;
-	if (!sf->nmaps || sym_ctx_new(NULL, &ctx) < 0)
-		return NULL;
-	for (size_t i = 0; i < sf->nmaps; i++) {
-		const struct rt_map *m = &sf->maps[i];
-		if (m->start < m->end)
-			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
-					      m->end);
-	}
-	return ctx;
-}
-
 /*
  * Bind function, offset, file, line, object of return address ip at
  * columns idx.. (the line is the call's: ip - 1; for a stack frame
@@ -965,16 +925,6 @@ static int bind_sym(struct sym_ctx *ctx, sqlite3_stmt *st, int idx, uint64_t ip,
 	if (s->object)
 		sqlite3_bind_text(st, idx + 4, s->object, -1, SQLITE_TRANSIENT);
 	return 1;
-}
-
-/* A frame of libringtrace-malloc.so (its wrappers). */
-static int own_frame(const struct sym_result *s)
-{
-	if (!s->object)
-		return 0;
-	const char *base = strrchr(s->object, '/');
-	base = base ? base + 1 : s->object;
-	return !strncmp(base, "libringtrace-malloc.so", strlen("libringtrace-malloc.so"));
 }
 
 /* The call sites, named as `ringtrace report` names them. */
@@ -1017,22 +967,18 @@ static int put_stacks(struct conv *c, const struct stack_files *sf, struct sym_c
 	for (size_t i = 0; i < sf->nstacks && !r; i++) {
 		const struct stackmap_stack *s = &sf->stacks[i];
 		uint32_t depth = s->depth < STACKMAP_MAX_DEPTH ? s->depth : STACKMAP_MAX_DEPTH;
-		uint32_t skip = 0;
 		for (uint32_t k = 0; k < depth && !r; k++) {
 			struct sym_result res;
 			sqlite3_bind_int64(fs, 1, s->id);
 			sqlite3_bind_int64(fs, 2, k);
 			sqlite3_bind_int64(fs, 3, (sqlite3_int64)s->ips[k]);
-			/* As the report: the program's part starts after the
-			 * last of the tracer's frames among the first eight. */
-			if (bind_sym(ctx, fs, 4, s->ips[k], 1, &res) && k < 8 && own_frame(&res))
-				skip = k + 1;
+			(void)bind_sym(ctx, fs, 4, s->ips[k], 1, &res);
 			r = step(c, fs);
 		}
 		if (r)
 			break;
-		if (skip >= depth)
-			skip = depth ? depth - 1 : 0;
+		/* As the report: the program's part of the stack. */
+		uint32_t skip = frames_first(ctx, s->ips, depth);
 		sqlite3_bind_int64(ss, 1, s->id);
 		sqlite3_bind_int64(ss, 2, depth);
 		sqlite3_bind_int64(ss, 3, (sqlite3_int64)(s->ref > INT64_MAX ? INT64_MAX : s->ref));
@@ -1203,7 +1149,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 	if (k < 0 && k != -ENOENT)
 		fprintf(stderr, PFX "%s/stacks is damaged (%s): no stacks, call sites as addresses\n", dir,
 			strerror(-k));
-	struct sym_ctx *ctx = k == 0 ? symbolizer(&sf) : NULL;
+	struct sym_ctx *ctx = k == 0 ? frames_symbolizer(&sf, NULL) : NULL;
 	k = put_live(&c);
 	if (!k)
 		k = put_sites(&c, ctx);

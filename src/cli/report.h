@@ -35,6 +35,9 @@ struct agg {
 	uint64_t live_n, live_req, live_usable;
 	uint64_t peak;               /* aggregate mode: the key's highest live bytes */
 	uint64_t xcpu, xthread;
+	/* Of the live blocks, those whose free a loss of events may have
+	 * hidden (replay_leak_possible): possible leaks, not certain ones. */
+	uint64_t pos_n, pos_req;
 	uint64_t fams;               /* bit per family */
 	uint64_t site;               /* a call site (for stacks: the first seen) */
 	char *name;                  /* symbolised, at the end */
@@ -57,6 +60,7 @@ struct err {
 	uint64_t site_alloc, site_free, site_again;
 	uint8_t fam_alloc;           /* enum mem_alloc_family */
 	uint8_t fam_free;            /* the free: how the block ended (replay.h, RP_END_*) */
+	uint8_t possible;            /* a loss of events may have caused them */
 	uint64_t count;
 	uint64_t ptr;                /* the first one */
 	int64_t ns;
@@ -113,6 +117,11 @@ struct report {
 	struct err *errs;
 	size_t nerrs;
 	uint64_t err_total[RP_E_COUNT];
+	uint64_t err_possible[RP_E_COUNT];   /* of err_total */
+	/* Frees (and reallocs) in a forked child of blocks it never saw
+	 * allocated: its parent's, from before the fork. Not errors. */
+	uint64_t inherited;
+	uint64_t pos_n, pos_req;     /* possible leaks (struct agg) */
 
 	uint64_t allocs, frees, failed, reallocs;
 	uint64_t req, usable;
@@ -148,8 +157,10 @@ double report_frag(uint64_t req, uint64_t usable);
 void report_fams_text(uint64_t fams, char *buf, size_t len);
 /* Stack `id` of the trace's map, or NULL. */
 const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uint32_t id);
-/* Index of the stack's first frame outside libringtrace-malloc.so. */
-uint32_t report_first_frame(struct sym_ctx *ctx, const struct stackmap_stack *st);
+/* Errors of all kinds, and of them those a loss may have caused. */
+uint64_t report_errors(const struct report *r, uint64_t *ret_possible);
+/* Why an error or leak is possible: "possible (events lost)"... */
+const char *report_possible_why(const struct report *r);
 /* A row's live bytes at the heap's peak (events only). */
 void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *ret_req, uint64_t *ret_usable);
 

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/frames.h"
+#include "analyze/utf8.h"
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "mem/mem_family.h"
@@ -426,7 +428,7 @@ static void stack_frames(FILE *o, struct sym_ctx *ctx, const struct stack_files 
 	if (!st) {
 		fprintf(o, "<li>(stack %u not in the trace's map)</li>", id);
 	} else {
-		for (uint32_t i = report_first_frame(ctx, st); i < st->depth; i++) {
+		for (uint32_t i = frames_first(ctx, st->ips, st->depth); i < st->depth; i++) {
 			char *n = report_site_name(ctx, st->ips[i], 0);
 			fprintf(o, "<li>");
 			esc(o, n ? n : "?");
@@ -456,10 +458,16 @@ static void rows_table(FILE *o, const struct report *r, const struct aggtab *t, 
 		char fams[128];
 		report_fams_text(a->fams, fams, sizeof(fams));
 		fprintf(o, "<tr><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64
-			   "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%.2f</td><td class=\"n\">%" PRIu64
-			   "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64
-			   "</td><td class=\"name\">",
-			a->allocs, a->frees, a->req, a->usable, report_frag(a->req, a->usable), a->live_req, a->live_n,
+			   "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%.2f</td><td class=\"n\">%" PRIu64,
+			a->allocs, a->frees, a->req, a->usable, report_frag(a->req, a->usable), a->live_req);
+		/* Leaks a loss of events may have caused, said in the cell
+		 * (the column still sorts by its first number). */
+		if (a->pos_n)
+			fprintf(o, " <span class=\"possible\">(%" PRIu64 " possible)</span>", a->pos_req);
+		fprintf(o, "</td><td class=\"n\">%" PRIu64, a->live_n);
+		if (a->pos_n)
+			fprintf(o, " <span class=\"possible\">(%" PRIu64 " possible)</span>", a->pos_n);
+		fprintf(o, "</td><td class=\"n\">%" PRIu64 "</td><td class=\"n\">%" PRIu64 "</td><td class=\"name\">",
 			a->xcpu, a->xthread);
 		/* A stack's row unfolds into its frames. */
 		int frames = by == 1 && a->key != STACK_NONE;
@@ -496,10 +504,12 @@ static void site_cell(FILE *o, struct sym_ctx *ctx, const char *fam, uint64_t si
 
 static void errors_table(FILE *o, const struct report *r, struct sym_ctx *ctx)
 {
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
-	fprintf(o, "<section id=\"errors\"><h2>Errors (%" PRIu64 ")</h2>\n", nerr);
+	uint64_t npos, nerr = report_errors(r, &npos);
+	if (npos)
+		fprintf(o, "<section id=\"errors\"><h2>Errors (%" PRIu64 ", %" PRIu64 " certain, %" PRIu64 " %s)</h2>\n",
+			nerr, nerr - npos, npos, report_possible_why(r));
+	else
+		fprintf(o, "<section id=\"errors\"><h2>Errors (%" PRIu64 ")</h2>\n", nerr);
 	if (!nerr) {
 		fprintf(o, "<p>None found.</p></section>\n");
 		return;
@@ -508,7 +518,10 @@ static void errors_table(FILE *o, const struct report *r, struct sym_ctx *ctx)
 		   "<th>FIRST POINTER</th><th>ALLOCATED</th><th>FREED</th><th>AGAIN</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < r->nerrs; i++) {
 		const struct err *e = &r->errs[i];
-		fprintf(o, "<tr><td>%s</td><td class=\"n\">%" PRIu64 "</td><td>", replay_err_name[e->kind], e->count);
+		fprintf(o, "<tr><td>%s", replay_err_name[e->kind]);
+		if (e->possible)
+			fprintf(o, " <span class=\"possible\">%s</span>", report_possible_why(r));
+		fprintf(o, "</td><td class=\"n\">%" PRIu64 "</td><td>", e->count);
 		if (e->ptr)
 			fprintf(o, "0x%" PRIx64, e->ptr);
 		fprintf(o, "</td>");
@@ -670,7 +683,7 @@ static int flame_add(struct flame *f, const struct stack_files *sf, uint32_t id,
 		f->nodes[node].v2 += v2;
 		return 0;
 	}
-	uint32_t first = report_first_frame(f->ctx, st);
+	uint32_t first = frames_first(f->ctx, st->ips, st->depth);
 	for (uint32_t i = st->depth; i-- > first;) {
 		uint32_t n = frame_name(f, st->ips[i]);
 		node = n == UINT32_MAX ? n : child(f, node, n);
@@ -738,10 +751,8 @@ static int flame_emit(const struct flame_out *fo, uint32_t id, double x)
 		if (len <= fit) {
 			esc(o, name);
 		} else {
-			size_t k = fit - 2;
-			while (k > 0 && ((unsigned char)name[k] & 0xc0) == 0x80)
-				k--; /* not inside a UTF-8 sequence */
-			char *cut = strndup(name, k);
+			/* Not inside a UTF-8 sequence. */
+			char *cut = strndup(name, utf8_boundary(name, fit - 2));
 			if (!cut)
 				return -ENOMEM;
 			esc(o, cut);
@@ -813,7 +824,7 @@ static const char css[] =
 	"body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;margin:20px 28px;"
 	"color:#222;background:#fff}\n"
 	"h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:26px 0 8px;border-bottom:1px solid #ddd}\n"
-	"p.sub{color:#555;margin:0 0 12px}.warn{color:#b00;font-weight:bold}\n"
+	"p.sub{color:#555;margin:0 0 12px}.warn{color:#b00;font-weight:bold}.possible{color:#a60}\n"
 	"table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;"
 	"vertical-align:top}\n"
 	"th{background:#f4f4f6;text-align:left;white-space:nowrap}table.sort th{cursor:pointer;user-select:none}\n"
@@ -872,9 +883,7 @@ static void kv(FILE *o, const char *k, const char *fmt, ...)
 
 static void totals(FILE *o, const struct report *r)
 {
-	uint64_t nerr = 0;
-	for (int k = 0; k < RP_E_COUNT; k++)
-		nerr += r->err_total[k];
+	uint64_t npos, nerr = report_errors(r, &npos);
 	fprintf(o, "<section id=\"totals\"><h2>Totals</h2><table class=\"kv\" id=\"t-totals\">\n");
 	kv(o, "allocations", "%" PRIu64 " (%" PRIu64 " failed)", r->allocs, r->failed);
 	kv(o, "frees", "%" PRIu64, r->frees);
@@ -884,7 +893,13 @@ static void totals(FILE *o, const struct report *r)
 	kv(o, "fragmentation", "%.2f%%", report_frag(r->req, r->usable));
 	kv(o, "peak heap", "%" PRIu64 " bytes requested, %" PRIu64 " allocated, at %.6f s", r->peak_req,
 	   r->peak_usable, r->have_t0 ? (double)(r->peak_ns - r->t0_ns) / 1e9 : 0.0);
-	kv(o, "leaked at exit", "%" PRIu64 " bytes in %" PRIu64 " blocks", r->live_req, r->live_n);
+	if (r->lost)
+		kv(o, "leaked at exit",
+		   "%" PRIu64 " bytes in %" PRIu64 " blocks: %" PRIu64 " bytes in %" PRIu64 " blocks certain, %" PRIu64
+		   " bytes in %" PRIu64 " blocks possible (events lost after their allocation)",
+		   r->live_req, r->live_n, r->live_req - r->pos_req, r->live_n - r->pos_n, r->pos_req, r->pos_n);
+	else
+		kv(o, "leaked at exit", "%" PRIu64 " bytes in %" PRIu64 " blocks", r->live_req, r->live_n);
 	kv(o, "cross-CPU frees", "%" PRIu64 " (%.2f%%)", r->xcpu,
 	   r->frees_known ? 100.0 * (double)r->xcpu / (double)r->frees_known : 0.0);
 	kv(o, "cross-thread frees", "%" PRIu64 " (%.2f%%)", r->xthread,
@@ -892,7 +907,13 @@ static void totals(FILE *o, const struct report *r)
 	if (r->mmaps)
 		kv(o, "pages (mmap)", "%" PRIu64 " maps, %" PRIu64 " unmapped, peak %" PRIu64 " bytes", r->mmaps,
 		   r->munmaps, r->pages_peak);
-	kv(o, "errors", "%" PRIu64, nerr);
+	if (r->lost || npos)
+		kv(o, "errors", "%" PRIu64 ": %" PRIu64 " certain, %" PRIu64 " %s", nerr, nerr - npos, npos,
+		   report_possible_why(r));
+	else
+		kv(o, "errors", "%" PRIu64, nerr);
+	if (r->inherited)
+		kv(o, "inherited frees", "%" PRIu64 " (blocks of the parent, allocated before the fork)", r->inherited);
 	fprintf(o, "</table>\n");
 	if (r->lost)
 		fprintf(o, "<p class=\"warn\">%" PRIu64 " events lost (buffers full): the figures miss them.</p>\n",

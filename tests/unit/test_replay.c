@@ -85,7 +85,7 @@ static int cb_error(void *arg, const struct replay_event *ev, const struct repla
 	return stop_at_error ? -5 : 0;
 }
 
-static const struct replay_ops ops = { cb_alloc, cb_failed, cb_end, cb_error };
+static const struct replay_ops ops = { cb_alloc, cb_failed, cb_end, cb_error, NULL };
 
 static struct replay rp;
 
@@ -378,6 +378,108 @@ static void test_many_live(void **state)
 
 static const struct rd_type u64t = { .kind = RD_INT, .size = 64, .base = 16 };
 
+/* ---- losses and forked children ---------------------------------------------- */
+
+/* Errors and leaks as "kind@ptr:c" (certain), ":p" (possible), ":i"
+ * (inherited). */
+static int cb_error_flags(void *arg, const struct replay_event *ev, const struct replay_error *e)
+{
+	logf_("%s@%llx:%s;", replay_err_name[e->kind], (unsigned long long)e->ptr,
+	      e->inherited ? "i" : e->possible ? "p" : "c");
+	return 0;
+}
+
+static int cb_leak(void *arg, const struct replay_block *b, int possible)
+{
+	logf_("leak@%llx:%s;", (unsigned long long)b->ptr, possible ? "p" : "c");
+	return 0;
+}
+
+static const struct replay_ops flag_ops = { .error = cb_error_flags, .leak = cb_leak };
+
+/* A loss window [10, 20] (a packet's discarded events, registered when
+ * the replay reaches its beginning), between events at known times. */
+static void test_losses(void **state)
+{
+	replay_free(&rp);
+	assert_int_equal(replay_init(&rp, NULL, REPLAY_KEEP_FREED, &flag_ops, NULL), 0);
+	now = 1;
+	ALLOC(0xa0, 8, MEM_A_MALLOC, 1);          /* t1: freed after the window */
+	ALLOC(0xb0, 8, MEM_A_MALLOC, 1);          /* t2: never freed */
+	FREE(0xe0, MEM_F_FREE, 1);                /* t3: unknown, no loss yet */
+	ALLOC(0xc0, 8, MEM_A_MALLOC, 1);          /* t4 */
+	FREE(0xc0, MEM_F_FREE, 1);                /* t5: first free before the window */
+	ALLOC(0xd0, 8, MEM_A_NEW, 1);             /* t6: new */
+	expect_log("free of an unknown pointer@e0:c;");
+	replay_loss(&rp, 1, 10, 1, 20);
+	now = 25;
+	FREE(0xe1, MEM_F_FREE, 1);                /* t25: unknown, after a loss */
+	FREE(0xc0, MEM_F_FREE, 1);                /* t26: double free across the window */
+	FREE(0xd0, MEM_F_FREE, 1);                /* t27: mismatch across the window */
+	ALLOC(0xf0, 8, MEM_A_MALLOC, 1);          /* t28: after the window */
+	FREE(0xf0, MEM_F_FREE, 1);                /* t29 */
+	FREE(0xf0, MEM_F_FREE, 1);                /* t30: double free after the window */
+	ALLOC(0xf8, 8, MEM_A_NEW, 1);             /* t31 */
+	FREE(0xf8, MEM_F_FREE, 1);                /* t32: mismatch after the window */
+	ALLOC(0x100, 8, MEM_A_MALLOC, 1);         /* t33: never freed, after the window */
+	FREE(0xa0, MEM_F_FREE, 1);
+	expect_log("free of an unknown pointer@e1:p;double free@c0:p;mismatched free@d0:p;double free@f0:c;"
+		   "mismatched free@f8:c;");
+	assert_int_equal(replay_finish(&rp), 0);
+	expect_log("leak@b0:p;leak@100:c;");
+	assert_int_equal(rp.losses, 1);
+	assert_int_equal(rp.loss_end, 20);
+
+	/* A block allocated exactly at the window's end may have lost its
+	 * free: the bound is inclusive. */
+	replay_free(&rp);
+	assert_int_equal(replay_init(&rp, NULL, REPLAY_KEEP_FREED, &flag_ops, NULL), 0);
+	replay_loss(&rp, 1, 10, 1, 20);
+	now = 20;
+	ALLOC(0xa0, 8, MEM_A_MALLOC, 1);
+	ALLOC(0xb0, 8, MEM_A_MALLOC, 1);
+	assert_int_equal(replay_finish(&rp), 0);
+	expect_log("leak@a0:p;leak@b0:c;");
+
+	/* A loss without an end (counted after a stream's last packet): every
+	 * leak is possible, and every error after it. */
+	replay_free(&rp);
+	assert_int_equal(replay_init(&rp, NULL, REPLAY_KEEP_FREED, &flag_ops, NULL), 0);
+	now = 100;
+	ALLOC(0xa0, 8, MEM_A_MALLOC, 1);
+	replay_loss(&rp, 0, 0, 0, 0);
+	ALLOC(0xb0, 8, MEM_A_MALLOC, 1);
+	FREE(0xb0, MEM_F_FREE, 1);
+	FREE(0xb0, MEM_F_FREE, 1);
+	assert_int_equal(replay_finish(&rp), 0);
+	expect_log("double free@b0:p;leak@a0:p;");
+
+	/* No loss: everything certain. */
+	replay_free(&rp);
+	assert_int_equal(replay_init(&rp, NULL, REPLAY_KEEP_FREED, &flag_ops, NULL), 0);
+	ALLOC(0xa0, 8, MEM_A_MALLOC, 1);
+	FREE(0xe0, MEM_F_FREE, 1);
+	assert_int_equal(replay_finish(&rp), 0);
+	expect_log("free of an unknown pointer@e0:c;leak@a0:c;");
+}
+
+/* A forked child's trace: a free or realloc of a pointer it never saw is
+ * inherited; a double free stays an error. */
+static void test_forked(void **state)
+{
+	replay_free(&rp);
+	assert_int_equal(replay_init(&rp, NULL, REPLAY_KEEP_FREED, &flag_ops, NULL), 0);
+	rp.forked = 1;
+	now = 1;
+	FREE(0xa0, MEM_F_FREE, 1);
+	REALLOC(0xb0, 0xc0, 16, 1);
+	ALLOC(0xd0, 8, MEM_A_MALLOC, 1);
+	FREE(0xd0, MEM_F_FREE, 1);
+	FREE(0xd0, MEM_F_FREE, 1);
+	expect_log("free of an unknown pointer@a0:i;realloc of an unknown pointer@b0:i;double free@d0:c;");
+	expect_live(1, 16, 16, 0);
+}
+
 static void test_classes(void **state)
 {
 	static const struct rd_member realloc_m[] = {
@@ -431,6 +533,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reused_and_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_live, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_losses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forked, setup, teardown),
 		cmocka_unit_test(test_classes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
