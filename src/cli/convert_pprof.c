@@ -34,8 +34,8 @@
 #include <string.h>
 
 #include "cli/convert.h"
-#include "cli/report.h"
 #include "common/outdir.h"
+#include "analyze/frames.h"
 #include "analyze/replay.h"
 #include "export/pprof.h"
 #include "read/format.h"
@@ -164,7 +164,7 @@ static long event_stack(struct conv *c, const struct plan *p, const struct rd_va
 {
 	if (p->stack_id >= 0) {
 		uint32_t id = (uint32_t)fval(f, p->stack_id);
-		if (id == STACK_NONE) {
+		if (id == REPLAY_NO_STACK) {
 			const struct rd_value *seq = p->stack >= 0 && (uint32_t)p->stack < f->sub.n ? &f->sub.v[p->stack] : NULL;
 			uint64_t ips[STACKMAP_MAX_DEPTH];
 			uint32_t n = 0;
@@ -255,20 +255,6 @@ static int on_event(struct conv *c, const struct rd_item *it)
 
 /* ---- the profile ----------------------------------------------------------------- */
 
-static struct sym_ctx *symbolizer(const struct stack_files *sf, const char *debug_dir)
-{
-	struct sym_ctx *ctx = NULL;
-	if (!sf->nmaps || sym_ctx_new(debug_dir, &ctx) < 0)
-		return NULL;
-	for (size_t i = 0; i < sf->nmaps; i++) {
-		const struct rt_map *m = &sf->maps[i];
-		if (m->start < m->end)
-			(void)sym_add_mapping(ctx, m->path, m->build_id[0] ? m->build_id : NULL, m->bias, m->start,
-					      m->end);
-	}
-	return ctx;
-}
-
 /*
  * The addresses pprof gets for a stack: the program's part (the frames of
  * the allocation tracer dropped, as the report does), each return address
@@ -278,11 +264,10 @@ static size_t profile_stack(struct sym_ctx *ctx, const struct stk *s, uint64_t *
 {
 	if (!s->n)
 		return 0;
-	struct stackmap_stack st = { .depth = s->n > STACKMAP_MAX_DEPTH ? STACKMAP_MAX_DEPTH : s->n };
-	memcpy(st.ips, s->ips, st.depth * sizeof(*st.ips));
+	uint32_t depth = s->n > STACKMAP_MAX_DEPTH ? STACKMAP_MAX_DEPTH : s->n;
 	size_t n = 0;
-	for (uint32_t i = report_first_frame(ctx, &st); i < st.depth; i++)
-		ips[n++] = st.ips[i] ? st.ips[i] - 1 : 0;
+	for (uint32_t i = frames_first(ctx, s->ips, depth); i < depth; i++)
+		ips[n++] = s->ips[i] ? s->ips[i] - 1 : 0;
 	return n;
 }
 
@@ -366,7 +351,7 @@ static int build(struct conv *c, struct pprof *pp, const char *dir, const char *
 			if (r == -ENOMEM)
 				return r;
 		}
-	struct sym_ctx *ctx = symbolizer(&c->sf, debug_dir);
+	struct sym_ctx *ctx = frames_symbolizer(&c->sf, debug_dir);
 	int r = ctx ? pprof_use_symbols(pp, ctx) : 0;
 	if (!r)
 		r = c->heap ? add_heap(c, pp, ctx) : add_events(c, pp, ctx);
