@@ -94,6 +94,11 @@ int fs_interrupted(void)
 	return fuse_interrupted();
 }
 
+static void on_intr(int sig)
+{
+	(void)sig;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ringtrace mount [-f] DIR\n"
@@ -146,6 +151,14 @@ static int check_fuse(void)
 		fprintf(stderr,
 			PFX "%s is missing: this kernel has no FUSE (load it with 'modprobe fuse'; a container needs the device passed in)\n",
 			dev);
+		return -1;
+	}
+	/* libfuse opens the device as the user first, and turns to
+	 * fusermount3 only when mount(2) is refused: a device closed to
+	 * the user (mode 0600, as some containers make it) ends there. */
+	if (geteuid() != 0 && access(dev, R_OK | W_OK) < 0) {
+		fprintf(stderr, PFX "cannot open %s: %s (only root may mount here; or make it mode 0666)\n", dev,
+			strerror(errno));
 		return -1;
 	}
 	if (geteuid() != 0 && !have_program("fusermount3")) {
@@ -233,6 +246,14 @@ int cmd_mount(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* libfuse interrupts a worker with SIGUSR1 (config intr, fs_ops.c)
+	 * when the reader it serves is signalled; the handler only makes
+	 * the worker's sleep return (no SA_RESTART). libfuse 3.14 installs
+	 * none when intr is set from the init callback. */
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_intr;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
 	int r = fuse_loop_mt(f, 0);
 	fuse_remove_signal_handlers(se);
 	fuse_unmount(f);

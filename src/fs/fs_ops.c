@@ -819,6 +819,8 @@ static void of_free(struct ofile *of)
 	free(of);
 }
 
+static int truncate_file(const struct node *n);
+
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	struct node n;
@@ -842,6 +844,22 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	int acc = fi->flags & O_ACCMODE;
 	int reading = acc == O_RDONLY || acc == O_RDWR;
 	fi->direct_io = 1; /* contents change under us: no page cache, no size */
+	/* libfuse passes O_TRUNC to open (atomic_o_trunc) rather than a
+	 * truncate: `echo x > set_event` clears the events first, `echo >
+	 * trace` empties the buffers (ftrace's ways). */
+	if ((fi->flags & O_TRUNC) && (n.kind == F_SET_EVENT || n.kind == F_TRACE)) {
+		ctl_close(&h);
+		r = truncate_file(&n);
+		if (r < 0) {
+			free(of);
+			return r;
+		}
+		of->cleared = 1;
+		if ((r = proc_open(n.pid, CTL_OPEN_READ, &h)) < 0) {
+			free(of);
+			return r == -EPERM ? r : -ESRCH;
+		}
+	}
 	if (reading) {
 		switch (n.kind) {
 		case F_TRACE_PIPE:
@@ -1112,18 +1130,27 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off, s
 	int r = of_target(of, &h);
 	if (r < 0)
 		return r;
-	if (of->n.kind == F_SET_EVENT && (fi->flags & O_TRUNC) && !of->cleared) {
-		of->cleared = 1;
-		r = enable_pattern(&h, "*", 0);
-	}
-	if (r == 0 && *v)
+	if (*v)
 		r = do_write(of, v, &h);
 	ctl_close(&h);
 	return r < 0 ? r : (int)size;
 }
 
-/* `echo x > FILE` truncates first: set_event is cleared then (ftrace),
- * trace is emptied (ftrace's `echo > trace`), the rest ignore it. */
+/* Truncating set_event clears it (ftrace), truncating trace empties the
+ * buffers (ftrace's `echo > trace`); the other files ignore it. */
+static int truncate_file(const struct node *n)
+{
+	if (n->kind != F_SET_EVENT && n->kind != F_TRACE)
+		return 0;
+	struct ctl_handle h;
+	int r = proc_open(n->pid, CTL_OPEN_WRITE, &h);
+	if (r < 0)
+		return r;
+	r = n->kind == F_TRACE ? request(&h, CTL_OP_RESET, 0, 0, NULL, 0) : enable_pattern(&h, "*", 0);
+	ctl_close(&h);
+	return r;
+}
+
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct node n;
@@ -1137,19 +1164,9 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return -EISDIR;
 	}
 	ctl_close(&h);
-	if (size != 0 || (n.kind != F_SET_EVENT && n.kind != F_TRACE))
+	if (size != 0 || (fi && of_of(fi)->cleared))
 		return 0;
-	if ((r = proc_open(n.pid, CTL_OPEN_WRITE, &h)) < 0)
-		return r;
-	if (n.kind == F_TRACE) {
-		r = request(&h, CTL_OP_RESET, 0, 0, NULL, 0);
-	} else {
-		r = enable_pattern(&h, "*", 0);
-		if (r == 0 && fi)
-			of_of(fi)->cleared = 1;
-	}
-	ctl_close(&h);
-	return r;
+	return truncate_file(&n);
 }
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -1160,7 +1177,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->attr_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->direct_io = 1;
-	/* A reader's signal (Ctrl-C on `cat trace_pipe`) reaches the worker. */
+	/* A reader's signal (Ctrl-C on `cat trace_pipe`) reaches the worker
+	 * serving it: libfuse installs its handler after this returns. */
 	cfg->intr = 1;
 	return NULL;
 }
