@@ -260,5 +260,6 @@ int cmd_mount(int argc, char **argv)
 	the_fuse = NULL;
 	fuse_destroy(f);
 	fuse_opt_free_args(&args);
-	return r == 0 ? 0 : 1;
+	/* A signal that asked us to stop (its number) is a clean end. */
+	return r < 0 ? 1 : 0;
 }

@@ -610,8 +610,6 @@ static int generate(const struct node *n, struct ctl_handle *h, FILE *out)
 			fprintf(out, "%u\n", id);
 			return 0;
 		}
-		struct enable_state s = { 0 };
-		(void)s;
 		const char *log = (const char *)b + CTL_REG_OFF;
 		uint64_t used = __atomic_load_n(&b->reg_used, __ATOMIC_ACQUIRE), pos = 0;
 		if (used > CTL_REG_SIZE)
