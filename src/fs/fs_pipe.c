@@ -187,6 +187,12 @@ static int process_alive(const struct fs_pipe *p)
 
 ssize_t fs_pipe_read(struct fs_pipe *p, char *buf, size_t size)
 {
+	/* libfuse cancels its workers when a signal stops the loop: this one
+	 * finishes instead (within 100 ms, fs_stopping() says so), so that
+	 * the blocked reader gets its end of file, not a dead connection,
+	 * and the lock is never left held. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&p->lock);
 	ssize_t ret = 0;
 	for (;;) {
@@ -248,5 +254,6 @@ ssize_t fs_pipe_read(struct fs_pipe *p, char *buf, size_t size)
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
+	pthread_setcancelstate(cancel, NULL);
 	return ret;
 }

@@ -401,6 +401,22 @@ DPID=$(pgrep -f "ringtrace mount $DMNT\$" | head -n 1)
 tm cat "$DMNT/$SRV/tracing_on" >/dev/null || why "daemon mount unreadable"
 fusermount3 -u "$DMNT" 2>du.err || { why "fusermount3 -u failed"; show du.err; }
 [ -n "$DPID" ] && { wait_for sh -c "! kill -0 $DPID 2>/dev/null" || why "the daemon did not exit"; }
+# A signal stops the server too, a reader blocked in trace_pipe or not.
+tm bash -c "echo 0 > '$MNT/$SRV/events/enable'; echo 1 > '$MNT/$SRV/tracing_on'"
+bg dmf $CMD "$RT" mount -f "$DMNT"
+DPID=$BG
+DJOB=$BGJOB
+wait_for mountpoint -q "$DMNT" || { why "foreground mount failed"; show dmf.err; }
+bg blk0 $CMD cat "$DMNT/$SRV/trace_pipe"
+wait_for sh -c "ls -l /proc/$BG/fd 2>/dev/null | grep -q trace_pipe" || why "cat trace_pipe did not open it"
+kill -TERM "$DPID"
+# The reader's read ends: with the end of the file once the server has
+# it, or ECONNABORTED if the signal came before it reached a worker.
+wait "$BGJOB"
+[ $? -ge 124 ] && why "blocked cat was not ended by SIGTERM to the server"
+wait "$DJOB"
+eq "server's status after SIGTERM" "$?" 0
+mountpoint -q "$DMNT" && why "still mounted after SIGTERM"
 # Nothing arrives: every event off, tracing on.
 tm bash -c "echo 0 > '$MNT/$SRV/events/enable'; echo 1 > '$MNT/$SRV/tracing_on'"
 bg blk 60 cat "$MNT/$SRV/trace_pipe"
@@ -414,7 +430,7 @@ eq "blocked cat's status after the unmount" "$?" 0
 wait "$MNTPID"
 eq "mount's status" "$?" 0
 mountpoint -q "$MNT" && why "still mounted"
-finish "daemon stopped by fusermount3 -u; a lazy unmount ends a blocked trace_pipe read and the server"
+finish "daemon stopped by fusermount3 -u, a server by SIGTERM; a lazy unmount ends a blocked trace_pipe read and the server"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
