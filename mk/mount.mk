@@ -9,3 +9,6 @@ FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 CLI_SRC     += $(wildcard src/fs/*.c)
 $(O)/obj/src/fs/%.o: CPPFLAGS += $(FUSE_CFLAGS)
 $(O)/bin/ringtrace: TOOL_LIBS += $(FUSE_LIBS)
+ifeq ($(FUSE_CFLAGS),)
+  $(warning libfuse3-dev is not installed: 'make deps' installs it ('ringtrace mount' needs it to build))
+endif
