@@ -54,6 +54,7 @@ struct fs_pkt {
 	uint64_t seq;
 	uint64_t skip, seen;
 	int peek;
+	int borrowed;                /* data points into the region: not ours to free */
 };
 
 struct fs_pkts {
@@ -76,9 +77,12 @@ void fs_pkts_free(struct fs_pkts *v);
  * packet's events. 0, -EPIPE when `out` failed, or -errno. */
 int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out);
 
-/* Copies of every sub-buffer of a region that no writer is using (tracing
- * stopped and flushed, or a held snapshot), cut at the first record never
- * written; the region is not changed. 0 or -ENOMEM. */
+/* Every sub-buffer of a region that no writer is using (tracing stopped
+ * and flushed, or a held snapshot), cut at the first record never
+ * written; the region is not changed. Closed, complete sub-buffers are
+ * read in place when no consumer may take them meanwhile (the region has
+ * no reader): memory then holds one copy of an open sub-buffer per CPU
+ * at most, whatever the buffers' size. 0 or -ENOMEM. */
 int fs_region_copy(struct fs_dec *d, struct fs_pkts *v);
 
 /* ---- fs_pipe.c ------------------------------------------------------------- */

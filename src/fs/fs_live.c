@@ -242,14 +242,36 @@ int fs_pkts_add(struct fs_pkts *v, const struct rb_packet *pkt, uint64_t skip, i
 	p->skip = skip;
 	p->seen = 0;
 	p->peek = peek;
+	p->borrowed = 0;
 	v->n++;
+	return 0;
+}
+
+/* A packet read in place (the region is mapped for as long as v lives). */
+static int pkts_borrow(struct fs_pkts *v, const char *data, size_t len, uint32_t cpu)
+{
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 16;
+		struct fs_pkt *nv = realloc(v->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		v->v = nv;
+		v->cap = nc;
+	}
+	struct fs_pkt *p = &v->v[v->n++];
+	memset(p, 0, sizeof(*p));
+	p->data = (char *)data;
+	p->len = len;
+	p->cpu = cpu;
+	p->borrowed = 1;
 	return 0;
 }
 
 void fs_pkts_free(struct fs_pkts *v)
 {
 	for (size_t i = 0; i < v->n; i++)
-		free(v->v[i].data);
+		if (!v->v[i].borrowed)
+			free(v->v[i].data);
 	free(v->v);
 	memset(v, 0, sizeof(*v));
 }
@@ -350,6 +372,9 @@ int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 	if (!copy)
 		return -ENOMEM;
 	uint64_t end_ts = ringtrace__now(rb);
+	/* A consumer (trace_pipe, show, record -p) zeroes what it takes:
+	 * with one there, everything is copied. */
+	int in_place = __atomic_load_n(&rb->hdr->reader_pid, __ATOMIC_ACQUIRE) == 0;
 	int r = 0;
 	for (uint32_t c = 0; c < rb->ncpus && r == 0; c++) {
 		struct ringtrace__rb_percpu *pc = &rb->cpu[c];
@@ -366,7 +391,20 @@ int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 			if (RINGTRACE__OWN_LAP(ow) != rb_lap_tag(rb, p) || RINGTRACE__OWN_READ(ow))
 				continue; /* taken by a reader, or overwritten */
 			uint64_t used = pos - p < sb ? pos - p : sb;
-			memcpy(copy, pc->data + (p & rb->buf_mask), used);
+			const char *src = pc->data + (p & rb->buf_mask);
+			if (in_place && used == sb && rb_lap_committed(rb, s, p) == sb) {
+				/* Closed and complete: its header says how long. */
+				uint32_t magic;
+				uint64_t content;
+				memcpy(&magic, src, 4);
+				memcpy(&content, src + PKT_OFF(content_size), 8);
+				if (magic != CTF_PACKET_MAGIC || content & 7 || content / 8 < RINGTRACE__PKT_HDR ||
+				    content / 8 > sb)
+					continue;
+				r = pkts_borrow(v, src, content / 8, c);
+				continue;
+			}
+			memcpy(copy, src, used);
 			uint32_t magic;
 			memcpy(&magic, copy, 4);
 			if (magic != CTF_PACKET_MAGIC || used < RINGTRACE__PKT_HDR)

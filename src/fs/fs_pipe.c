@@ -64,14 +64,14 @@ static int attach(struct fs_pipe *p)
 	if (r < 0)
 		return r;
 	p->have_ring = 1;
-	if (!p->snap) {
-		r = ctl_ring_claim_reader(p->ring.rb, err, sizeof(err));
-		if (r < 0) {
-			detach(p);
-			return r;
-		}
-		p->claimed = 1;
+	/* The one consumer, of the live buffers as of a held snapshot (the
+	 * snapshot file then copies what it reads). */
+	r = ctl_ring_claim_reader(p->ring.rb, err, sizeof(err));
+	if (r < 0) {
+		detach(p);
+		return r;
 	}
+	p->claimed = 1;
 	r = rb_reader_new(p->ring.rb, &p->reader);
 	p->sc = calloc(p->ring.rb->ncpus, sizeof(*p->sc));
 	if (r < 0 || !p->sc) {
