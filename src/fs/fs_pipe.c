@@ -105,7 +105,9 @@ int fs_pipe_open(pid_t pid, int snap, struct fs_pipe **ret)
 	 * reader already there is EBUSY now. */
 	if (snap || (p->h.b->session != CTL_SESSION_NONE && p->h.b->ring_fd >= 0)) {
 		r = attach(p);
-		if (r < 0 && (snap || r == -EBUSY || r == -EPERM)) {
+		if (r == -ENOENT && snap)
+			p->drained = 1; /* no snapshot held: an empty file, as `snapshot` */
+		else if (r < 0 && (snap || r == -EBUSY || r == -EPERM)) {
 			ctl_close(&p->h);
 			free(p);
 			return r;

@@ -319,6 +319,8 @@ tm bash -c "echo 1 > '$MNT/$SRV/snapshot'" 2>s2.err || { why "second snapshot fa
 tm cat "$MNT/$SRV/snapshot" | head -n 1 | grep -Eq "$LINE_RE" || why "second snapshot empty"
 tm bash -c "echo 0 > '$MNT/$SRV/snapshot'" || why "echo 0 > snapshot failed"
 eq "snapshot_enabled after echo 0 > snapshot" "$(tm cat "$MNT/$SRV/snapshot_enabled")" 0
+tm cat "$MNT/$SRV/snapshot" "$MNT/$SRV/snapshot_pipe" >snap0.out 2>snap0.err || { why "reading no snapshot failed"; show snap0.err; }
+[ -s snap0.out ] && why "no snapshot held, yet snapshot or snapshot_pipe has text"
 tm bash -c "echo 3 > '$MNT/$SRV/snapshot'" 2>/dev/null && why "echo 3 > snapshot accepted"
 finish "snapshot_enabled, snapshot (EBUSY while trace_pipe reads; reads the same twice), snapshot_pipe consumes"
 
