@@ -77,6 +77,7 @@ static struct fs_dec_event *event_by_id(struct fs_dec *d, uint32_t id)
 void fs_dec_registry(struct fs_dec *d)
 {
 	struct ringtrace__shm_header *h = d->rb->hdr;
+	/* Pairs with the registry's release store once an entry is complete. */
 	uint64_t used = __atomic_load_n(&h->reg_used, __ATOMIC_ACQUIRE);
 	if (used > d->rb->reg_size)
 		used = d->rb->reg_size;
@@ -373,11 +374,14 @@ int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 		return -ENOMEM;
 	uint64_t end_ts = ringtrace__now(rb);
 	/* A consumer (trace_pipe, show, record -p) zeroes what it takes:
-	 * with one there, everything is copied. */
+	 * with one there, everything is copied. Pairs with the CAS of
+	 * ctl_ring_claim_reader(); one claiming later, while we read, is
+	 * the race docs/mount.md names (the reader is bounds-checked). */
 	int in_place = __atomic_load_n(&rb->hdr->reader_pid, __ATOMIC_ACQUIRE) == 0;
 	int r = 0;
 	for (uint32_t c = 0; c < rb->ncpus && r == 0; c++) {
 		struct ringtrace__rb_percpu *pc = &rb->cpu[c];
+		/* Pairs with the writers' reserve, as in rb_reader_seek_oldest(). */
 		uint64_t pos = __atomic_load_n(&pc->ctl->state, __ATOMIC_ACQUIRE) & RINGTRACE__POS_MASK;
 		/* From the oldest slot that can still be whole to the one
 		 * holding pos (open, or the last one closed by a flush). */
@@ -387,6 +391,8 @@ int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 			continue;
 		for (uint64_t p = first; p <= last && r == 0; p += sb) {
 			const struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, p)];
+			/* Pairs with the writer's CAS that opens the slot and the
+			 * reader's release store that hands it back (rb_read.c). */
 			uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
 			if (RINGTRACE__OWN_LAP(ow) != rb_lap_tag(rb, p) || RINGTRACE__OWN_READ(ow))
 				continue; /* taken by a reader, or overwritten */

@@ -27,6 +27,12 @@
  * the program's control thread (ctl_request), whose -errno goes back to
  * the writer; the kernel checks permissions against each process's user
  * (mode bits and the default_permissions option).
+ *
+ * Atomics: every load of a block's word here (tracing, snap_state,
+ * reg_used, enabled[id]) is an acquire that pairs with the program's
+ * release store of that word (agent.c tracing_set() and publish_snap(),
+ * the registry's store of reg_used once an entry is complete, its store
+ * of enabled[id]): what the word announces is visible once it is read.
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>

@@ -223,7 +223,8 @@ ssize_t fs_pipe_read(struct fs_pipe *p, char *buf, size_t size)
 		}
 		int alive = process_alive(p);
 		/* Buffers replaced (resized, freed and allocated again):
-		 * follow the new ones. */
+		 * follow the new ones. Pairs with the program's release
+		 * increment of ring_gen (agent.c) after it published them. */
 		if (p->have_ring && __atomic_load_n(&p->h.b->ring_gen, __ATOMIC_ACQUIRE) != p->ring.gen)
 			detach(p);
 		if (!p->have_ring && alive && p->h.b->session != CTL_SESSION_NONE && p->h.b->ring_fd >= 0) {
