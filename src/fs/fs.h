@@ -77,6 +77,10 @@ void fs_pkts_free(struct fs_pkts *v);
  * packet's events. 0, -EPIPE when `out` failed, or -errno. */
 int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out);
 
+/* The same for packets added CPU by CPU, each CPU's in order (what
+ * fs_region_copy() gives): memory holds one packet per CPU at a time. */
+int fs_dec_print_merged(struct fs_dec *d, struct fs_pkts *v, FILE *out);
+
 /* Every sub-buffer of a region that no writer is using (tracing stopped
  * and flushed, or a held snapshot), cut at the first record never
  * written; the region is not changed. Closed, complete sub-buffers are

@@ -332,6 +332,116 @@ out:
 	return r;
 }
 
+/*
+ * One CPU's packets, one at a time: the reader loads the current packet of
+ * every stream it merges, so merging all packets in one reader would hold
+ * all of them; here each CPU has a reader over its current packet only,
+ * and the CPUs are merged by time above it, ties going to the lower CPU
+ * as the one reader orders its files (the packets were added CPU by CPU).
+ */
+struct cpu_iter {
+	struct fs_pkt *pkt;          /* its packets: pkt[0 .. n) */
+	size_t n, next;
+	struct rd_trace *t;
+	struct rd_item it;
+	int have;                    /* `it` is this CPU's next event */
+};
+
+/* The next event of the CPU (opening its next packets as needed). */
+static void iter_advance(struct cpu_iter *c, const struct rd_meta *m)
+{
+	c->have = 0;
+	for (;;) {
+		if (c->t) {
+			struct rd_item it;
+			int k;
+			while ((k = rd_trace_next(c->t, &it)) > 0) {
+				if (it.kind != RD_ITEM_EVENT || !strcmp(it.ec->name, "ringtrace:thread") ||
+				    !strcmp(it.ec->name, "ringtrace:thread_name"))
+					continue;
+				c->it = it;
+				c->have = 1;
+				return;
+			}
+			rd_trace_close(c->t);
+			c->t = NULL;
+		}
+		if (c->next == c->n)
+			return;
+		struct fs_pkt *p = &c->pkt[c->next++];
+		struct rd_mem_stream ms = { "stream", p->data, p->len };
+		char err[256];
+		if (rd_trace_open_model(m, &ms, 1, &c->t, err, sizeof(err)) < 0)
+			c->t = NULL; /* a damaged packet: the next one */
+	}
+}
+
+static int iter_before(const struct cpu_iter *a, const struct cpu_iter *b)
+{
+	int64_t ka = a->it.ns_ok ? a->it.ns : INT64_MAX, kb = b->it.ns_ok ? b->it.ns : INT64_MAX;
+	return ka < kb; /* equal: the earlier CPU, which the caller tries first */
+}
+
+int fs_dec_print_merged(struct fs_dec *d, struct fs_pkts *v, FILE *out)
+{
+	if (v->n == 0)
+		return 0;
+	char *meta = NULL;
+	size_t mlen = 0;
+	int r = build_metadata(d, &meta, &mlen);
+	if (r < 0)
+		return r;
+	struct rd_trace *base = NULL;
+	struct cpu_iter *ci = calloc(d->rb->ncpus, sizeof(*ci));
+	char err[512];
+	if (!ci) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* The model, parsed once: every packet's reader borrows it. */
+	if (rd_trace_open_mem(meta, mlen, NULL, 0, &base, err, sizeof(err)) < 0) {
+		r = -EBADMSG;
+		goto out;
+	}
+	const struct rd_meta *m = rd_trace_meta(base);
+	for (size_t i = 0; i < v->n; i++) {
+		struct cpu_iter *c = &ci[v->v[i].cpu < d->rb->ncpus ? v->v[i].cpu : 0];
+		if (!c->pkt)
+			c->pkt = &v->v[i];
+		c->n++;
+	}
+	for (uint32_t c = 0; c < d->rb->ncpus; c++)
+		iter_advance(&ci[c], m);
+	struct ctf_buf line;
+	ctf_buf_init(&line);
+	for (;;) {
+		struct cpu_iter *best = NULL;
+		for (uint32_t c = 0; c < d->rb->ncpus; c++)
+			if (ci[c].have && (!best || iter_before(&ci[c], best)))
+				best = &ci[c];
+		if (!best)
+			break;
+		ctf_buf_reset(&line);
+		dump_format_item(&line, &best->it);
+		ctf_buf_putc(&line, '\n');
+		if (!line.err && fwrite(line.data, 1, line.len, out) != line.len) {
+			r = -EPIPE;
+			break;
+		}
+		iter_advance(best, m);
+	}
+	ctf_buf_free(&line);
+out:
+	for (uint32_t c = 0; ci && c < d->rb->ncpus; c++)
+		if (ci[c].t)
+			rd_trace_close(ci[c].t);
+	free(ci);
+	if (base)
+		rd_trace_close(base);
+	free(meta);
+	return r;
+}
+
 /* The records of a copied sub-buffer up to the first one never written
  * (a zero header) or that does not decode: the bytes kept. The layout
  * of rb_read.c's walk, which that file keeps private. */
