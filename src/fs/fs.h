@@ -73,13 +73,14 @@ int fs_pkts_add(struct fs_pkts *v, const struct rb_packet *pkt, uint64_t skip, i
 void fs_pkts_free(struct fs_pkts *v);
 
 /* Print the events of the packets, sorted by time, one `ringtrace dump`
- * line each (thread records and losses left out); p->seen counts each
- * packet's events. 0, -EPIPE when `out` failed, or -errno. */
+ * line each (thread records and losses left out), skipping the first
+ * p->skip events of each packet and counting them all in p->seen. The
+ * packets come CPU by CPU, each CPU's in order (what fs_region_copy() and
+ * a round of trace_pipe give): one reader per CPU holds one packet at a
+ * time, and the CPUs are merged by time above them, so memory stays a
+ * packet per CPU however many packets there are. 0, -EPIPE when `out`
+ * failed, or -errno. */
 int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out);
-
-/* The same for packets added CPU by CPU, each CPU's in order (what
- * fs_region_copy() gives): memory holds one packet per CPU at a time. */
-int fs_dec_print_merged(struct fs_dec *d, struct fs_pkts *v, FILE *out);
 
 /* Every sub-buffer of a region that no writer is using (tracing stopped
  * and flushed, or a held snapshot), cut at the first record never

@@ -277,61 +277,6 @@ void fs_pkts_free(struct fs_pkts *v)
 	memset(v, 0, sizeof(*v));
 }
 
-int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out)
-{
-	if (v->n == 0)
-		return 0;
-	char *meta = NULL;
-	size_t mlen = 0;
-	int r = build_metadata(d, &meta, &mlen);
-	if (r < 0)
-		return r;
-	struct rd_mem_stream *ms = calloc(v->n, sizeof(*ms));
-	char(*names)[32] = calloc(v->n, sizeof(*names));
-	struct rd_trace *t = NULL;
-	char err[512];
-	if (!ms || !names) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < v->n; i++) {
-		snprintf(names[i], sizeof(names[i]), "stream_%u.%zu", v->v[i].cpu, i);
-		ms[i].name = names[i];
-		ms[i].data = v->v[i].data;
-		ms[i].size = v->v[i].len;
-	}
-	if (rd_trace_open_mem(meta, mlen, ms, v->n, &t, err, sizeof(err)) < 0) {
-		r = -EBADMSG;
-		goto out;
-	}
-	struct ctf_buf line;
-	ctf_buf_init(&line);
-	struct rd_item it;
-	while (rd_trace_next(t, &it) > 0) {
-		if (it.kind != RD_ITEM_EVENT)
-			continue; /* losses: the overflow file counts them */
-		struct fs_pkt *p = &v->v[it.stream];
-		if (p->seen++ < p->skip)
-			continue;
-		if (!strcmp(it.ec->name, "ringtrace:thread") || !strcmp(it.ec->name, "ringtrace:thread_name"))
-			continue;
-		ctf_buf_reset(&line);
-		dump_format_item(&line, &it);
-		ctf_buf_putc(&line, '\n');
-		if (!line.err && fwrite(line.data, 1, line.len, out) != line.len) {
-			r = -EPIPE;
-			break;
-		}
-	}
-	ctf_buf_free(&line);
-	rd_trace_close(t);
-out:
-	free(ms);
-	free(names);
-	free(meta);
-	return r;
-}
-
 /*
  * One CPU's packets, one at a time: the reader loads the current packet of
  * every stream it merges, so merging all packets in one reader would hold
@@ -342,6 +287,7 @@ out:
 struct cpu_iter {
 	struct fs_pkt *pkt;          /* its packets: pkt[0 .. n) */
 	size_t n, next;
+	struct fs_pkt *cur;          /* the one t reads */
 	struct rd_trace *t;
 	struct rd_item it;
 	int have;                    /* `it` is this CPU's next event */
@@ -356,7 +302,11 @@ static void iter_advance(struct cpu_iter *c, const struct rd_meta *m)
 			struct rd_item it;
 			int k;
 			while ((k = rd_trace_next(c->t, &it)) > 0) {
-				if (it.kind != RD_ITEM_EVENT || !strcmp(it.ec->name, "ringtrace:thread") ||
+				if (it.kind != RD_ITEM_EVENT)
+					continue; /* losses: the overflow file counts them */
+				if (c->cur->seen++ < c->cur->skip)
+					continue; /* printed from an earlier peek */
+				if (!strcmp(it.ec->name, "ringtrace:thread") ||
 				    !strcmp(it.ec->name, "ringtrace:thread_name"))
 					continue;
 				c->it = it;
@@ -369,6 +319,7 @@ static void iter_advance(struct cpu_iter *c, const struct rd_meta *m)
 		if (c->next == c->n)
 			return;
 		struct fs_pkt *p = &c->pkt[c->next++];
+		c->cur = p;
 		struct rd_mem_stream ms = { "stream", p->data, p->len };
 		char err[256];
 		if (rd_trace_open_model(m, &ms, 1, &c->t, err, sizeof(err)) < 0)
@@ -382,7 +333,7 @@ static int iter_before(const struct cpu_iter *a, const struct cpu_iter *b)
 	return ka < kb; /* equal: the earlier CPU, which the caller tries first */
 }
 
-int fs_dec_print_merged(struct fs_dec *d, struct fs_pkts *v, FILE *out)
+int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out)
 {
 	if (v->n == 0)
 		return 0;

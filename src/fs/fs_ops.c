@@ -688,7 +688,7 @@ static void *stream_main(void *arg)
 		fs_dec_init(&d, s->h.pid, comm, s->ring.rb);
 		fs_dec_registry(&d);
 		if (fs_region_copy(&d, &v) == 0)
-			fs_dec_print_merged(&d, &v, out);
+			fs_dec_print(&d, &v, out);
 		fs_pkts_free(&v);
 		fs_dec_free(&d);
 	}
