@@ -10,17 +10,20 @@
  * on the writers' futex or every 100 ms to notice an interrupted reader,
  * an unmount, a program that exited or buffers that were replaced (a
  * program with no buffers yet is waited for). snapshot_pipe takes what
- * the held snapshot holds, once, then reads as the end of the file.
+ * the held snapshot holds, then reads as the end of the file. A round
+ * takes a few sub-buffers per CPU, so that its copies stay small.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fs/fs.h"
 
-#define REQ_TIMEOUT_MS 5000
+/* Closed sub-buffers taken per CPU in one round of trace_pipe. */
+#define ROUND_PKTS 4
 
 struct fs_pipe_cpu {
 	uint64_t seq;                /* packet partly printed (peeked), or ~0 */
@@ -129,7 +132,9 @@ void fs_pipe_close(struct fs_pipe *p)
 }
 
 /* One round: what the buffers hold that was not printed yet, as text in
- * p->out. `all`: no writer runs (held snapshot), take everything. */
+ * p->out. `all`: no writer runs (held snapshot), take everything, the
+ * open sub-buffers too. The packets taken, peeks not counted (0: none),
+ * or -errno. */
 static int round_text(struct fs_pipe *p, int all)
 {
 	struct ringtrace__rb *rb = p->ring.rb;
@@ -141,17 +146,25 @@ static int round_text(struct fs_pipe *p, int all)
 	for (uint32_t c = 0; c < rb->ncpus && r == 0; c++) {
 		struct fs_pipe_cpu *sc = &p->sc[c];
 		if (all) {
-			while (r == 0 && rb_reader_salvage(p->reader, c, fs_dec_payload_size, &p->dec, end_ts, &pkt) > 0)
+			for (unsigned k = 0; r == 0 && k < ROUND_PKTS &&
+			     rb_reader_salvage(p->reader, c, fs_dec_payload_size, &p->dec, end_ts, &pkt) > 0; k++)
 				r = fs_pkts_add(&v, &pkt, 0, 0);
 			continue;
 		}
-		while (r == 0 && rb_reader_get(p->reader, c, &pkt) > 0) {
+		/* A few closed sub-buffers per CPU a round, so that a round's
+		 * copies stay small after a long wait; the next read takes
+		 * the rest at once. Only when they are all taken is the open
+		 * one peeked at. */
+		unsigned taken = 0;
+		while (r == 0 && taken < ROUND_PKTS && rb_reader_get(p->reader, c, &pkt) > 0) {
 			r = fs_pkts_add(&v, &pkt, 0, 0);
 			if (r == 0 && v.v[v.n - 1].seq == sc->seq)
 				v.v[v.n - 1].skip = sc->printed;
 			rb_reader_put(p->reader, c);
+			taken++;
 		}
-		if (r == 0 && rb_reader_peek(p->reader, c, fs_dec_payload_size, &p->dec, end_ts, &pkt) > 0) {
+		if (r == 0 && taken < ROUND_PKTS &&
+		    rb_reader_peek(p->reader, c, fs_dec_payload_size, &p->dec, end_ts, &pkt) > 0) {
 			r = fs_pkts_add(&v, &pkt, 0, 1);
 			if (r == 0 && v.v[v.n - 1].seq == sc->seq)
 				v.v[v.n - 1].skip = sc->printed;
@@ -178,8 +191,11 @@ static int round_text(struct fs_pipe *p, int all)
 			}
 		}
 	}
+	size_t n = 0;
+	for (size_t i = 0; i < v.n; i++)
+		n += !v.v[i].peek;
 	fs_pkts_free(&v);
-	return r;
+	return r < 0 ? r : (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
 static int process_alive(const struct fs_pipe *p)
@@ -213,12 +229,13 @@ ssize_t fs_pipe_read(struct fs_pipe *p, char *buf, size_t size)
 		if (p->snap) {
 			if (p->drained)
 				break;
-			p->drained = 1;
 			int r = round_text(p, 1);
 			if (r < 0) {
 				ret = r;
 				break;
 			}
+			if (r == 0)
+				p->drained = 1; /* every CPU's salvage has ended */
 			continue;
 		}
 		int alive = process_alive(p);
@@ -240,8 +257,8 @@ ssize_t fs_pipe_read(struct fs_pipe *p, char *buf, size_t size)
 				ret = r;
 				break;
 			}
-			if (p->out && p->out_len)
-				continue;
+			if (r > 0 || (p->out && p->out_len))
+				continue; /* text, or more to take at once */
 		}
 		if (!alive || fs_stopping())
 			break; /* the end of the file */

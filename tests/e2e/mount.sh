@@ -34,8 +34,10 @@ STARTED=()
 
 cleanup() {
 	local m p
+	# Unconditionally: a server that died leaves a mount that
+	# mountpoint(1) cannot stat.
 	for m in "$UMNT" "$DMNT" "$MNT"; do
-		[ -n "$m" ] && mountpoint -q "$m" 2>/dev/null && umount -l "$m" 2>/dev/null
+		[ -n "$m" ] && umount -l "$m" 2>/dev/null
 	done
 	for p in $(jobs -p); do
 		kill -TERM "$p" 2>/dev/null
