@@ -195,6 +195,10 @@ if [ -x tests/e2e/sec_ctl.sh ]; then
 	suite "other users' control blocks: nothing opened writable, forged ones refused (gcc build)" \
 		tests/e2e/sec_ctl.sh build
 fi
+if [ -x tests/e2e/mount.sh ]; then
+	suite "ringtrace mount: the tracefs-like FUSE file system against the commands (gcc build, root)" \
+		tests/e2e/mount.sh build
+fi
 if [ -x tests/e2e/readers.sh ]; then
 	suite "readers on odd trace directories, many threads, many event classes (gcc build)" tests/e2e/readers.sh build
 fi

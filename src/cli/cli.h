@@ -34,6 +34,7 @@ int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 
 struct sess_opts;
 /* `record` with options already parsed (and checked: sess_opts_finish()),
@@ -49,6 +50,13 @@ void cli_session_log(void);
 void cli_catch_term(int hup, int intr);
 extern volatile sig_atomic_t cli_got_term;
 extern volatile sig_atomic_t cli_child_pid;
+
+struct ctl_handle;
+/* What `ringtrace list` prints (json: --json); 0, or 1 if the registry is damaged. */
+int cmd_list_write(FILE *out, const struct ctl_handle *h, int json);
+struct stack_files;
+/* What `ringtrace stackmap PID` (what 0), `--stat` (1) or `--bin` (2) writes. 0 or -errno. */
+int cmd_stackmap_write(FILE *out, struct stack_files *f, int what);
 
 /* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);

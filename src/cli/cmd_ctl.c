@@ -176,9 +176,9 @@ int cmd_ps(int argc, char **argv)
 
 /* ---- list ------------------------------------------------------------------ */
 
-static void json_fields(const char *sig)
+static void json_fields(FILE *out, const char *sig)
 {
-	printf("[");
+	fprintf(out, "[");
 	int first = 1;
 	char buf[1024];
 	snprintf(buf, sizeof(buf), "%s", sig);
@@ -198,18 +198,18 @@ static void json_fields(const char *sig)
 				len = strtol(br + 1, NULL, 10);
 			*br = 0;
 		}
-		printf("%s{\"name\":", first ? "" : ",");
-		cli_json_string(stdout, name);
-		printf(",\"type\":");
-		cli_json_string(stdout, f);
+		fprintf(out, "%s{\"name\":", first ? "" : ",");
+		cli_json_string(out, name);
+		fprintf(out, ",\"type\":");
+		cli_json_string(out, f);
 		if (seq)
-			printf(",\"sequence\":true");
+			fprintf(out, ",\"sequence\":true");
 		else if (len >= 0)
-			printf(",\"length\":%ld", len);
-		printf("}");
+			fprintf(out, ",\"length\":%ld", len);
+		fprintf(out, "}");
 		first = 0;
 	}
-	printf("]");
+	fprintf(out, "]");
 }
 
 int cmd_list(int argc, char **argv)
@@ -223,7 +223,16 @@ int cmd_list(int argc, char **argv)
 	int r = json_and_target("list", argc, argv, &json, &h);
 	if (r)
 		return r;
-	const struct ctl_block *b = h.b;
+	int ret = cmd_list_write(stdout, &h, json);
+	ctl_close(&h);
+	return ret;
+}
+
+/* What `ringtrace list` prints (also the info file of `ringtrace mount`).
+ * 0, or 1 after a message when the registry is damaged. */
+int cmd_list_write(FILE *out, const struct ctl_handle *h, int json)
+{
+	const struct ctl_block *b = h->b;
 	const char *log = (const char *)b + CTL_REG_OFF;
 	const uint8_t *en = (const uint8_t *)b + CTL_EN_OFF;
 	uint64_t used = __atomic_load_n(&b->reg_used, __ATOMIC_ACQUIRE);
@@ -232,13 +241,13 @@ int cmd_list(int argc, char **argv)
 	char comm[32], ver[sizeof(b->version_str) + 1];
 	snprintf(ver, sizeof(ver), "%.*s", (int)sizeof(b->version_str), b->version_str);
 	if (json) {
-		printf("{\"ringtrace_version\":");
-		cli_json_string(stdout, ver);
-		printf(",\"pid\":%d,\"name\":", (int)h.pid);
-		cli_json_string(stdout, comm_of(b, comm));
-		printf(",\"tracing\":%s,\"events\":[", b->tracing ? "true" : "false");
+		fprintf(out, "{\"ringtrace_version\":");
+		cli_json_string(out, ver);
+		fprintf(out, ",\"pid\":%d,\"name\":", (int)h->pid);
+		cli_json_string(out, comm_of(b, comm));
+		fprintf(out, ",\"tracing\":%s,\"events\":[", b->tracing ? "true" : "false");
 	} else {
-		printf("ringtrace %s, process %d (%s), tracing %s\n", ver, (int)h.pid, comm_of(b, comm),
+		fprintf(out, "ringtrace %s, process %d (%s), tracing %s\n", ver, (int)h->pid, comm_of(b, comm),
 		       b->tracing ? "on" : "off");
 	}
 	uint64_t pos = 0;
@@ -249,36 +258,35 @@ int cmd_list(int argc, char **argv)
 			continue;
 		int on = __atomic_load_n(&en[e.id], __ATOMIC_ACQUIRE) == CTL_EV_ENABLED;
 		if (json) {
-			printf("%s{\"provider\":", n ? "," : "");
-			cli_json_string(stdout, e.s[0]);
-			printf(",\"name\":");
-			cli_json_string(stdout, e.s[1]);
-			printf(",\"id\":%u,\"enabled\":%s,\"signature\":", e.id, on ? "true" : "false");
-			cli_json_string(stdout, e.s[2]);
-			printf(",\"fields\":");
-			json_fields(e.s[2]);
+			fprintf(out, "%s{\"provider\":", n ? "," : "");
+			cli_json_string(out, e.s[0]);
+			fprintf(out, ",\"name\":");
+			cli_json_string(out, e.s[1]);
+			fprintf(out, ",\"id\":%u,\"enabled\":%s,\"signature\":", e.id, on ? "true" : "false");
+			cli_json_string(out, e.s[2]);
+			fprintf(out, ",\"fields\":");
+			json_fields(out, e.s[2]);
 			if (e.n >= 4) {
-				printf(",\"defined_at\":");
-				cli_json_string(stdout, e.s[3]);
+				fprintf(out, ",\"defined_at\":");
+				cli_json_string(out, e.s[3]);
 			}
-			printf("}");
+			fprintf(out, "}");
 		} else {
 			char full[512];
 			snprintf(full, sizeof(full), "%s:%s", e.s[0], e.s[1]);
-			printf("%-32s id %-5u %-8s %s\n", full, e.id, on ? "enabled" : "disabled",
+			fprintf(out, "%-32s id %-5u %-8s %s\n", full, e.id, on ? "enabled" : "disabled",
 			       *e.s[2] ? e.s[2] : "(no fields)");
 		}
 		n++;
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(out, "]}\n");
 	int ret = 0;
 	if (k < 0) {
 		fprintf(stderr, "ringtrace list: the event registry of process %d is damaged after %d events\n",
-			(int)h.pid, n);
+			(int)h->pid, n);
 		ret = 1;
 	}
-	ctl_close(&h);
 	return ret;
 }
 

@@ -408,20 +408,20 @@ out:
 
 /* ---- output ------------------------------------------------------------------- */
 
-static int print_stat(const struct stack_files *f, int from_bin, const struct stackmap_bin_info *info)
+static int print_stat(FILE *out, const struct stack_files *f, int from_bin, const struct stackmap_bin_info *info)
 {
 	if (f->has_stat)
-		return stackmap_print_stat(stdout, &f->stat);
+		return stackmap_print_stat(out, &f->stat);
 	uint64_t refs = 0;
 	for (size_t i = 0; i < f->nstacks; i++)
 		refs = refs > UINT64_MAX - f->stacks[i].ref ? UINT64_MAX : refs + f->stacks[i].ref;
 	if (from_bin)
-		printf("entries: %zu\nreferences: %" PRIu64 "\nbyte_order: %s\n", f->nstacks, refs,
+		fprintf(out, "entries: %zu\nreferences: %" PRIu64 "\nbyte_order: %s\n", f->nstacks, refs,
 		       info->swapped ? "swapped (written on a machine of the other byte order)" : "native");
 	else
-		printf("stacks: %zu\nreferences: %" PRIu64 "\ncounters: unknown (no stackmap.stat)\n",
+		fprintf(out, "stacks: %zu\nreferences: %" PRIu64 "\ncounters: unknown (no stackmap.stat)\n",
 		       f->nstacks, refs);
-	return ferror(stdout) ? -EIO : 0;
+	return ferror(out) ? -EIO : 0;
 }
 
 /* Under a temporary name, renamed over path at the end (common/outdir.h). */
@@ -463,7 +463,7 @@ static int output(const struct opts *o, struct stack_files *f, int from_bin,
 
 	int r, status = 0;
 	if (o->stat) {
-		r = print_stat(f, from_bin, info);
+		r = print_stat(stdout, f, from_bin, info);
 	} else if (o->folded) {
 		r = print_folded(stdout, f->stacks, f->nstacks, ctx);
 		if (r == -ENOMEM) {
@@ -525,4 +525,20 @@ int cmd_stackmap(int argc, char **argv)
 	status = output(&o, &f, from_bin, &info);
 	stack_files_free(&f);
 	return status;
+}
+
+/* The stack_map, stack_map_stat and stack_map_bin files of `ringtrace
+ * mount` (src/fs/): what `stackmap PID`, `--stat` and `--bin` write. */
+int cmd_stackmap_write(FILE *out, struct stack_files *f, int what)
+{
+	if (what == 1)
+		return print_stat(out, f, 0, NULL);
+	if (what == 2)
+		return stackmap_print_bin(out, f->stacks, f->nstacks);
+	struct sym_ctx *ctx = NULL;
+	if (make_symbolizer(f, NULL, &ctx) < 0)
+		return -EIO;
+	int r = stackmap_print_text(out, f->stacks, f->nstacks, ctx ? sym_stackmap_fn : NULL, ctx);
+	sym_ctx_free(ctx);
+	return r;
 }

@@ -33,6 +33,7 @@ static const struct {
 	{ "convert", cmd_convert, "a trace as Chrome trace-event JSON (Perfetto), SQLite, or folded stacks" },
 	{ "check", cmd_check, "validate a trace: packets, timestamps, sequence numbers, losses" },
 	{ "stackmap", cmd_stackmap, "print the stacks of a trace or a running program; reset a program's map" },
+	{ "mount", cmd_mount, "mount a tracefs-like file system of every traceable program on a directory" },
 };
 
 static void usage(FILE *f)
