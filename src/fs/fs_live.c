@@ -5,7 +5,7 @@
  * at a time per decoder).
  *
  * The same lines as `ringtrace show` and `ringtrace dump` (the shared
- * dump_format_item()): the program's registry (the one in its ring
+ * rd_format_item()): the program's registry (the one in its ring
  * region) is read into event classes, metadata is generated in memory
  * (ctf_metadata_build) and the packets are decoded with the trace reader
  * (rd_trace_open_mem). `show` does the same inside cmd_record.c, which
@@ -37,6 +37,7 @@
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
 #include "fs/fs.h"
+#include "read/format.h"
 #include "read/reader.h"
 #include "ringbuf/rb_lap.h"
 
@@ -373,7 +374,7 @@ int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out)
 		if (!best)
 			break;
 		ctf_buf_reset(&line);
-		dump_format_item(&line, &best->it);
+		rd_format_item(&line, &best->it);
 		ctf_buf_putc(&line, '\n');
 		if (!line.err && fwrite(line.data, 1, line.len, out) != line.len) {
 			r = -EPIPE;
