@@ -49,9 +49,11 @@ LDLIBS   := -lpthread
 LIB_SRC   := $(filter-out src/common/outdir.c src/common/clock_check.c,$(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)) \
              src/stackmap/stackmap.c src/ctl/ctl_common.c
 # Everything else the command needs (exports print; the library never does).
-TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
+TOOL_SRC  := $(wildcard src/util/*.c src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
              src/ctl/ctl_client.c src/common/outdir.c src/common/clock_check.c
 CLI_SRC   := $(wildcard src/cli/*.c)
+# Code only the tests link (encoders of traces the recorder never writes).
+TEST_SRC  := $(wildcard tests/support/*.c)
 # Libraries the shared library and the command link with (fragments add).
 LIB_LIBS  :=
 TOOL_LIBS :=
@@ -66,9 +68,11 @@ include $(sort $(wildcard mk/*.mk))
 LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(O)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(O)/obj/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(O)/obj/%.o)
 
 LIBSO     := $(O)/lib/libringtrace.so
 CORE_A    := $(O)/lib/libringtrace-core.a
+TEST_A    := $(O)/lib/libringtrace-test.a
 CLI       := $(O)/bin/ringtrace
 
 EXAMPLES  := $(patsubst examples/%.c,$(O)/examples/%,$(wildcard examples/*.c))
@@ -100,6 +104,13 @@ $(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(TEST_A): $(TEST_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Tests include their support code as "support/x.h".
+$(TEST_OBJ) $(UNIT) $(STRESS) $(TOOLS): private CPPFLAGS += -Itests
+
 $(CLI): $(CLI_OBJ) $(CORE_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $(CLI_OBJ) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
@@ -119,17 +130,17 @@ $(O)/tests/e2e/%.so: tests/e2e/progs/%.c $(LIBSO) include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS) $(APP_LINK)
 
-$(O)/tests/test_%: tests/unit/test_%.c $(CORE_A)
+$(O)/tests/test_%: tests/unit/test_%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) -lcmocka $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) -lcmocka $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
-$(O)/tests/%: tests/stress/%.c $(CORE_A)
+$(O)/tests/%: tests/stress/%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
-$(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
+$(O)/tests/tools/%: tests/tools/%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 # libFuzzer targets: clang only, each parser compiled in with the sanitizers.
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11

@@ -34,11 +34,11 @@
 
 #include "cli/cli.h"
 #include "cli/convert.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "mem/mem_family.h"
 #include "read/format.h"
 #include "read/reader.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "stackmap/stack_files.h"
 #include "common/outdir.h"
 #include "sym/symbolize.h"

@@ -53,7 +53,7 @@
 #include "stackmap/stack_files.h"
 #include "common/outdir.h"
 #include "stackmap/stackmap.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "ringbuf/rb.h"
 
 #define PFX "ringtrace record: "

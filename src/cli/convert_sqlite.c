@@ -39,12 +39,12 @@
 
 #include "cli/convert.h"
 #include "common/outdir.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "mem/mem_family.h"
 #include "read/decode.h"
 #include "read/format.h"
 #include "read/reader.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "stackmap/stack_files.h"
 #include "sym/symbolize.h"
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 struct rd_event_class;
 struct sym_ctx;

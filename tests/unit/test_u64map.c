@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)
