@@ -40,7 +40,7 @@
 #include "read/reader.h"
 #include "util/u64map.h"
 #include "stackmap/stack_files.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace convert: "

@@ -35,7 +35,7 @@
 #include "read/format.h"
 #include "read/reader.h"
 #include "stackmap/stack_files.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace report: "

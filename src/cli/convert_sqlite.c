@@ -38,7 +38,7 @@
 #include <sqlite3.h>
 
 #include "cli/convert.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "util/buf.h"
 #include "mem/mem_family.h"
 #include "read/decode.h"

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 
 struct fixture {
 	char dir[64];
