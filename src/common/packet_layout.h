@@ -5,13 +5,13 @@
  * context (timestamp_begin .. cpu_id) that the metadata writer describes
  * (src/ctf/metadata.c, docs/design.md section 3).
  *
- * Who uses it: the writer in the traced program opens and closes packets
- * in place through pkt_open() and pkt_close() below, the buffer's only
- * hooks into the record format (src/ringbuf/rb_write.c); the consumer validates them and fixes
- * up cut or salvaged ones (rb_read.c); the recorder reads their sequence
- * number and loss count (src/cli/cmd_record.c); the test encoder writes
- * them in either byte order (tests/support/packet.c); the readers check the
- * magic of any CTF trace (src/read/). Every integer is 8-byte aligned
+ * Who uses it: the writer in the traced program (src/ringbuf/rb_write.c)
+ * opens and closes packets in place through pkt_open() and pkt_close()
+ * below, its only hooks into the record format; the consumer validates
+ * them and fixes up cut or salvaged ones (rb_read.c); the recorder reads
+ * their sequence number and loss count (src/cli/cmd_record.c); the test
+ * encoder writes them in either byte order (tests/support/packet.c); the
+ * readers check the magic of any CTF trace (src/read/). Every integer is 8-byte aligned
  * within the header except the 32-bit ones, and the header is packed to
  * 84 bytes on disk (the struct's own size is rounded up to 88: use
  * PKT_HDR_LEN, never sizeof). Fields are accessed by offset with memcpy,
