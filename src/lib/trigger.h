@@ -24,8 +24,8 @@
 #include "common/trigger_parse.h"
 
 /*
- * Parse "provider:event [if FIELD OP VALUE]" (trigger_parse.h) and arm it with a minimum interval, in
- * place of any earlier trigger; "" disarms. Events already registered are
+ * Parse "provider:event [if FIELD OP VALUE]" (trigger_parse.h) and arm
+ * it with a minimum interval, in place of any earlier trigger; "" disarms. Events already registered are
  * matched at once (the caller holds no registry lock). 0, or -EINVAL with
  * a message in err.
  */

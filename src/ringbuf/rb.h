@@ -107,9 +107,10 @@ uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb);
  * `writer` (nonzero, below 2^22) is the tag the CPU's state word keeps: a
  * thread record carrying it goes before the event when another writer
  * wrote last, and after every packet header. Returns 1 with c filled (the
- * caller writes the fields, then commits c->len bytes), or 0 when the
- * event was dropped; the drop is counted by cause unless `internal` (the
- * tracer's own records).
+ * caller writes the fields and the header, then commits c->len bytes with
+ * ringtrace__commit() or rb_commit()), or 0 when the event was dropped;
+ * the drop is counted by cause unless `internal` (the tracer's own
+ * records).
  */
 int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int internal);
 
