@@ -71,9 +71,11 @@ DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
 # Subsystems with their own sources, libraries and packages (mk/*.mk)
 # append to LIB_SRC, TOOL_SRC, LIB_LIBS, TOOL_LIBS and DEB_PKGS here.
 include $(sort $(wildcard mk/*.mk))
+# A tool folder named both above and by a fragment counts once.
+TOOL_SRC  := $(sort $(TOOL_SRC))
 
-LIB_OBJ   := $(sort $(LIB_SRC:%.c=$(O)/obj/%.o))
-TOOL_OBJ  := $(sort $(TOOL_SRC:%.c=$(O)/obj/%.o))
+LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(O)/obj/%.o)
 # The runtime proper, by folder: linked into libringtrace.so, never into
 # the command. The base is what of the program's side the command links.
 RT_OBJ    := $(filter $(O)/obj/src/lib/%,$(LIB_OBJ))
@@ -187,15 +189,6 @@ run: deps all
 
 bench: deps all $(O)/tests/e2e/snapwriter $(O)/tests/tools/snapstress
 	./bench/run.sh $(O)
-
-install: all
-	install -d $(DESTDIR)$(PREFIX)/include/ringtrace $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/ringtrace/*.h $(DESTDIR)$(PREFIX)/include/ringtrace/
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libringtrace.so.0
-	ln -sf libringtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libringtrace.so
-	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/ringtrace
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' ringtrace.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringtrace.pc
 
 clean:
 	rm -rf build build-asan build-tsan build-clang build-fuzz

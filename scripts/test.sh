@@ -176,6 +176,9 @@ fi
 if [ -x tests/e2e/convert_sqlite.sh ]; then
 	suite "convert to SQLite, queries against the report (gcc build)" tests/e2e/convert_sqlite.sh build
 fi
+if [ -x tests/e2e/pprof.sh ]; then
+	suite "convert to pprof, read back by pprof (gcc build)" tests/e2e/pprof.sh build
+fi
 if [ -x tests/e2e/report_html.sh ]; then
 	suite "HTML report in headless Chromium (gcc build)" tests/e2e/report_html.sh build
 fi
@@ -194,6 +197,16 @@ if [ -x tests/e2e/sec_ctl.sh ]; then
 fi
 if [ -x tests/e2e/readers.sh ]; then
 	suite "readers on odd trace directories, many threads, many event classes (gcc build)" tests/e2e/readers.sh build
+fi
+
+if [ -x tests/e2e/man.sh ]; then
+	suite "man pages: mandoc lint, every --help option in its page (gcc build)" tests/e2e/man.sh build
+fi
+if [ -x tests/e2e/install.sh ]; then
+	suite "the installed tree: pkg-config, record, mem, man, completion (gcc build)" tests/e2e/install.sh build
+fi
+if [ -x tests/e2e/errors.sh ]; then
+	suite "every error names its subject: missing paths, pids, options (gcc build)" tests/e2e/errors.sh build
 fi
 
 echo "# ASan + UBSan"
@@ -224,6 +237,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		# The command under ASan; the other user's programs from the plain build.
 		[ -x tests/e2e/sec_ctl.sh ] && suite "other users' control blocks (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 SEC_PROGS_BUILD=build tests/e2e/sec_ctl.sh build-asan
+		[ -x tests/e2e/pprof.sh ] && suite "convert to pprof (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/pprof.sh build-asan
 		[ -x tests/e2e/readers.sh ] && suite "readers on odd trace directories (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/readers.sh build-asan
 	fi

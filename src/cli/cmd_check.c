@@ -294,7 +294,7 @@ done:
 	if (tot.problems == 0)
 		status = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, PFX "cannot write the report\n");
+		fprintf(stderr, PFX "cannot write the report of '%s' to the standard output\n", dir);
 		status = 2;
 	}
 out:
@@ -339,7 +339,7 @@ int cmd_check(int argc, char **argv)
 		} else if (!dir) {
 			dir = a;
 		} else {
-			fprintf(stderr, PFX "one trace directory only (try 'ringtrace check --help')\n");
+			fprintf(stderr, PFX "one trace directory only: '%s' and '%s' (try 'ringtrace check --help')\n", dir, a);
 			return 2;
 		}
 	}

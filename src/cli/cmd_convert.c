@@ -12,10 +12,12 @@
  *                first (flamegraph.pl, speedscope), weighted by events or
  *                by bytes allocated.
  *   --to sqlite  convert_sqlite() (convert.h), in a file of its own.
+ *   --to pprof   convert_pprof() (convert.h), in a file of its own.
  *
  * Built for traces larger than memory: the JSON is written while the trace
  * is read. What grows is the table of live heap blocks (one entry per block
- * alive at that point of the trace, as in `ringtrace report`), one entry
+ * alive at that point of the trace: the report's replay, analyze/replay.h,
+ * without the freed blocks it keeps to find double frees), one entry
  * per thread (its name and its open slices, at most SLICE_DEPTH_MAX), and
  * for --folded one counter per distinct stack. Everything the trace holds
  * is untrusted (reader.h): names and strings are escaped, invalid UTF-8
@@ -32,10 +34,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/replay.h"
 #include "cli/cli.h"
 #include "cli/convert.h"
 #include "util/buf.h"
-#include "mem/mem_family.h"
 #include "read/format.h"
 #include "read/reader.h"
 #include "util/u64map.h"
@@ -50,16 +52,18 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ringtrace convert DIR --to chrome|sqlite -o FILE\n"
+	fprintf(f, "usage: ringtrace convert DIR --to chrome|sqlite|pprof -o FILE\n"
 		   "       ringtrace convert DIR --folded [--weight events|bytes] [-o FILE]\n"
 		   "  --to chrome      Chrome trace-event JSON (Perfetto UI, chrome://tracing);\n"
 		   "                   -o - or no -o: standard output\n"
 		   "  --to sqlite      an SQLite database (-o required)\n"
+		   "  --to pprof       a gzipped pprof profile (-o required): allocations of a --mem\n"
+		   "                   trace, else events per stack; needs a trace with stacks\n"
 		   "  --folded         'frame;frame;...;frame COUNT' per distinct stack, root first\n"
 		   "                   (flamegraph.pl, speedscope); needs a trace recorded with stacks\n"
 		   "  --weight W       with --folded: events (default), or bytes allocated (--mem traces)\n"
 		   "  -o FILE          where to write (default: standard output, except sqlite)\n"
-		   "  --debug-dir D    separate debug files (.build-id/xx/yyyy.debug), for --folded\n"
+		   "  --debug-dir D    separate debug files (.build-id/xx/yyyy.debug), for --folded, pprof\n"
 		   "  --allow-shared-dir  write FILE even if its directory is another user's, or\n"
 		   "                   others may write into it (see docs/security.md)\n"
 		   "FILE is written under a temporary name and renamed into place at the end.\n"
@@ -335,113 +339,8 @@ static void json_us(struct ctf_buf *b, int64_t ns)
 	rd_format_uint(b, a % 1000, 3);
 }
 
-/* ---- the heap, as the report replays it --------------------------------------- */
-
-/*
- * Live blocks by address (linear probing, deletion by backward shift, so
- * the table holds the live blocks only). The rules are the report's
- * (cmd_report.c, replay()): an allocation adds its block (replacing a live
- * one at the same address, whose free was not seen), a free or the freeing
- * half of a realloc removes the block it names if alive, munmap removes a
- * whole mapping seen made, mremap moves one. `req` and `usable` are then the
- * report's live bytes (mappings included, as the report counts them),
- * `pages` the mapped part alone.
- */
-struct hblk {
-	uint64_t ptr;                /* 0: empty slot */
-	uint64_t size, usable;
-	int pages;
-};
-
-struct heap {
-	struct hblk *v;
-	size_t n, cap;
-	uint64_t req, usable, pages;
-	int oom;
-};
-
-static size_t heap_slot(const struct heap *h, uint64_t ptr)
-{
-	size_t j = u64map_mix(ptr) & (h->cap - 1);
-	while (h->v[j].ptr && h->v[j].ptr != ptr)
-		j = (j + 1) & (h->cap - 1);
-	return j;
-}
-
-static struct hblk *heap_find(struct heap *h, uint64_t ptr)
-{
-	if (!h->cap || !ptr)
-		return NULL;
-	size_t j = heap_slot(h, ptr);
-	return h->v[j].ptr ? &h->v[j] : NULL;
-}
-
-static void heap_remove(struct heap *h, struct hblk *b)
-{
-	size_t mask = h->cap - 1, i = (size_t)(b - h->v), j = i;
-	h->req -= b->size;
-	h->usable -= b->usable;
-	if (b->pages)
-		h->pages -= b->size;
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!h->v[j].ptr)
-			break;
-		size_t k = u64map_mix(h->v[j].ptr) & mask;
-		/* The entry at j may move to i unless its home k lies
-		 * cyclically in (i, j]. */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			h->v[i] = h->v[j];
-			i = j;
-		}
-	}
-	h->v[i].ptr = 0;
-	h->n--;
-}
-
-/* Returns the bytes counted as requested (the report's bytes_requested). */
-static uint64_t heap_alloc(struct heap *h, uint64_t ptr, uint64_t size, uint64_t usable, int pages)
-{
-	if (!ptr)
-		return 0;
-	struct hblk *b = heap_find(h, ptr);
-	if (b)
-		heap_remove(h, b);
-	if ((h->n + 1) * 4 > h->cap * 3) {
-		size_t cap = h->cap ? h->cap * 2 : 1u << 12;
-		struct hblk *nv = calloc(cap, sizeof(*nv));
-		if (!nv) {
-			h->oom = 1;
-			return 0;
-		}
-		struct heap nh = { nv, 0, cap, 0, 0, 0, 0 };
-		for (size_t i = 0; i < h->cap; i++)
-			if (h->v[i].ptr)
-				nv[heap_slot(&nh, h->v[i].ptr)] = h->v[i];
-		free(h->v);
-		h->v = nv;
-		h->cap = cap;
-	}
-	size_t j = heap_slot(h, ptr);
-	h->v[j] = (struct hblk){ ptr, size, usable < size ? size : usable, pages };
-	h->n++;
-	h->req += size;
-	h->usable += h->v[j].usable;
-	if (pages)
-		h->pages += size;
-	return size;
-}
-
-static void heap_free(struct heap *h, uint64_t ptr)
-{
-	struct hblk *b = heap_find(h, ptr);
-	if (b)
-		heap_remove(h, b);
-}
-
 /* ---- event classes -------------------------------------------------------------- */
 
-enum mem_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
 enum role { R_INSTANT, R_BEGIN, R_END, R_SKIP };
 
 /* What the converter does with one event class. */
@@ -451,8 +350,7 @@ struct plan {
 	uint32_t pair;               /* R_BEGIN/R_END: index of the begin class */
 	size_t prefix;               /* length of the slice's name ("p:x" of "p:x_begin") */
 	size_t cat;                  /* length of the provider */
-	int mem;                     /* enum mem_kind */
-	int ptr, old_ptr, size, usable, family, stack_id, stack;
+	int stack_id, stack;         /* member indexes, -1: absent */
 };
 
 struct classes {
@@ -566,76 +464,15 @@ static struct plan *plan_of(struct classes *c, const struct rd_item *it)
 	if (p->ready)
 		return p;
 	p->ready = 1;
-	const char *n = it->ec->name ? it->ec->name : "";
 	const struct rd_value *f = it->fields;
-	p->mem = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? K_ALLOC :
-		 !strcmp(n, "mem:free") ? K_FREE :
-		 !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? K_REALLOC :
-		 !strcmp(n, "mem:mmap") ? K_MMAP :
-		 !strcmp(n, "mem:munmap") ? K_MUNMAP :
-		 !strcmp(n, "mem:mremap") ? K_MREMAP : K_NONE;
-	p->ptr = field_index(f, "ptr");
-	p->old_ptr = field_index(f, "old_ptr");
-	p->size = field_index(f, "size");
-	p->usable = field_index(f, "usable");
-	p->family = field_index(f, "family");
 	p->stack_id = field_index(f, "stack_id");
 	p->stack = field_index(f, "stack");
-	/* A class of that name without the fields it needs is not ours (the
-	 * report's rule, plus the sizes the counters need). */
-	int sized = p->mem == K_ALLOC || p->mem == K_REALLOC || p->mem == K_MMAP || p->mem == K_MUNMAP ||
-		    p->mem == K_MREMAP;
-	if (p->mem != K_NONE &&
-	    (p->ptr < 0 || field_index(f, "site") < 0 || (sized && p->size < 0) ||
-	     ((p->mem == K_REALLOC || p->mem == K_MREMAP) && p->old_ptr < 0) ||
-	     ((p->mem == K_ALLOC || p->mem == K_REALLOC) && p->family < 0)))
-		p->mem = K_NONE;
 	return p;
 }
 
 static uint64_t fval(const struct rd_value *f, int i)
 {
 	return f && i >= 0 && (uint32_t)i < f->sub.n ? f->sub.v[i].u : 0;
-}
-
-/* Replay one mem:* event. Returns the bytes it allocated as the report
- * counts them (0 for frees and failures). */
-static uint64_t heap_replay(struct heap *h, const struct plan *p, const struct rd_value *f)
-{
-	uint64_t ptr = fval(f, p->ptr), size = fval(f, p->size);
-	switch (p->mem) {
-	case K_ALLOC:
-		return heap_alloc(h, ptr, size, fval(f, p->usable), 0);
-	case K_FREE:
-		heap_free(h, ptr);
-		return 0;
-	case K_REALLOC: {
-		uint64_t old = fval(f, p->old_ptr);
-		if (!ptr && size)
-			return 0; /* failed: the old block stays */
-		if (old)
-			heap_free(h, old);
-		return heap_alloc(h, ptr, size, fval(f, p->usable), 0);
-	}
-	case K_MMAP:
-		return heap_alloc(h, ptr, size, size, 1);
-	case K_MUNMAP: {
-		/* Only a whole mapping seen made (not file mappings, not part
-		 * of one). */
-		struct hblk *b = heap_find(h, ptr);
-		if (b && b->pages && b->size == size)
-			heap_remove(h, b);
-		return 0;
-	}
-	case K_MREMAP: {
-		struct hblk *b = heap_find(h, fval(f, p->old_ptr));
-		if (!b || !b->pages)
-			return 0;
-		heap_remove(h, b);
-		return heap_alloc(h, ptr, size, size, 1);
-	}
-	}
-	return 0;
 }
 
 /* ---- threads ---------------------------------------------------------------------- */
@@ -698,7 +535,7 @@ struct chrome {
 	struct sink out;
 	struct classes cls;
 	struct threads thr;
-	struct heap heap;
+	struct replay heap;          /* live blocks only: the counters' figures */
 	int64_t pid;
 	int64_t t0, last;            /* ns of the first item; of the last one written */
 	int have_t0;
@@ -819,20 +656,21 @@ static int chrome_event(struct chrome *c, const struct rd_item *it)
 	c->events++;
 	c->last = ns;
 
-	if (p->mem != K_NONE) {
-		uint64_t req = c->heap.req, usable = c->heap.usable, pages = c->heap.pages;
-		(void)heap_replay(&c->heap, p, it->fields);
+	const struct replay_class *mc = replay_item_class(&c->heap, it);
+	if (mc && mc->kind != RP_NONE) {
+		uint64_t req = c->heap.live_req, usable = c->heap.live_usable, pages = c->heap.live_pages;
+		(void)replay_item(&c->heap, it);
 		if (c->heap.oom)
 			return -ENOMEM;
 		/* Both heap counters start at the first mem:* event. */
 		int start = !c->heap_started;
 		c->heap_started = 1;
-		if (req != c->heap.req || start)
-			counter(c, "heap requested", ns, it->tid, c->heap.req);
-		if (usable != c->heap.usable || start)
-			counter(c, "heap allocated", ns, it->tid, c->heap.usable);
-		if (pages != c->heap.pages)
-			counter(c, "mapped pages", ns, it->tid, c->heap.pages);
+		if (req != c->heap.live_req || start)
+			counter(c, "heap requested", ns, it->tid, c->heap.live_req);
+		if (usable != c->heap.live_usable || start)
+			counter(c, "heap allocated", ns, it->tid, c->heap.live_usable);
+		if (pages != c->heap.live_pages)
+			counter(c, "mapped pages", ns, it->tid, c->heap.live_pages);
 	}
 	return 0;
 }
@@ -887,7 +725,7 @@ static int convert_chrome(const char *dir, const char *out_path)
 	}
 	const struct rd_meta *m = rd_trace_meta(t);
 	int status = 0;
-	if (classes_init(&c.cls, m) < 0) {
+	if (classes_init(&c.cls, m) < 0 || replay_init(&c.heap, m, 0, NULL, NULL) < 0) {
 		fprintf(stderr, PFX "%s: out of memory\n", dir);
 		status = 1;
 	}
@@ -959,7 +797,7 @@ static int convert_chrome(const char *dir, const char *out_path)
 		status = 1;
 	rd_trace_close(t);
 	threads_free(&c.thr);
-	free(c.heap.v);
+	replay_free(&c.heap);
 	free(c.cls.p);
 	return status;
 }
@@ -981,7 +819,8 @@ struct folded {
 	struct inline_stack *in;     /* open addressing on hash */
 	size_t nin, capin;
 	uint64_t unknown;            /* events whose stack cannot be had */
-	struct heap heap;
+	struct replay heap;          /* --weight bytes: live blocks only */
+	uint64_t allocated;          /* bytes allocated by the event replayed */
 	int bytes;
 	uint64_t events, allocs;
 };
@@ -1045,6 +884,17 @@ static int add_inline(struct folded *fo, const struct rd_value *seq, uint64_t w)
 	return 0;
 }
 
+/* --weight bytes: an allocation weighs the bytes it requested (as the
+ * report counts bytes_requested); frees and failures nothing. */
+static int folded_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
+{
+	struct folded *fo = arg;
+	fo->allocated += b->size;
+	return 0;
+}
+
+static const struct replay_ops folded_ops = { .alloc = folded_alloc };
+
 static int folded_event(struct folded *fo, const struct rd_item *it)
 {
 	struct plan *p = plan_of(&fo->cls, it);
@@ -1052,12 +902,15 @@ static int folded_event(struct folded *fo, const struct rd_item *it)
 		return 0;
 	uint64_t w = 1;
 	if (fo->bytes) {
-		if (p->mem == K_NONE)
+		const struct replay_class *mc = replay_item_class(&fo->heap, it);
+		if (!mc || mc->kind == RP_NONE)
 			return 0;
-		w = heap_replay(&fo->heap, p, it->fields);
+		fo->allocated = 0;
+		(void)replay_item(&fo->heap, it);
 		if (fo->heap.oom)
 			return -ENOMEM;
-		if (p->mem == K_ALLOC || p->mem == K_REALLOC || p->mem == K_MMAP || p->mem == K_MREMAP)
+		w = fo->allocated;
+		if (mc->kind != RP_FREE && mc->kind != RP_MUNMAP)
 			fo->allocs++;
 		if (!w)
 			return 0;
@@ -1249,7 +1102,8 @@ static int convert_folded(const char *dir, const char *out_path, int bytes, cons
 		goto out;
 	}
 	fo.count = calloc(fo.sf.nstacks ? fo.sf.nstacks : 1, sizeof(*fo.count));
-	if (!fo.count || classes_init(&fo.cls, rd_trace_meta(t)) < 0) {
+	if (!fo.count || classes_init(&fo.cls, rd_trace_meta(t)) < 0 ||
+	    replay_init(&fo.heap, rd_trace_meta(t), 0, &folded_ops, &fo) < 0) {
 		fprintf(stderr, PFX "%s: out of memory\n", dir);
 		goto out;
 	}
@@ -1291,7 +1145,7 @@ out:
 		free(fo.in[i].ips);
 	free(fo.in);
 	free(fo.count);
-	free(fo.heap.v);
+	replay_free(&fo.heap);
 	free(fo.cls.p);
 	return status;
 }
@@ -1368,8 +1222,8 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, PFX "unknown --weight '%s' (events or bytes)\n", weight);
 		return 2;
 	}
-	if (debug_dir && !folded) {
-		fprintf(stderr, PFX "--debug-dir goes with --folded\n");
+	if (debug_dir && !folded && !(to && !strcmp(to, "pprof"))) {
+		fprintf(stderr, PFX "--debug-dir goes with --folded or --to pprof\n");
 		return 2;
 	}
 	if (folded)
@@ -1383,6 +1237,13 @@ int cmd_convert(int argc, char **argv)
 		}
 		return convert_sqlite(dir, out, out_flags);
 	}
-	fprintf(stderr, PFX "unknown --to '%s' (chrome or sqlite)\n", to);
+	if (!strcmp(to, "pprof")) {
+		if (!out || !strcmp(out, "-")) {
+			fprintf(stderr, PFX "--to pprof needs -o FILE\n");
+			return 2;
+		}
+		return convert_pprof(dir, out, out_flags, debug_dir);
+	}
+	fprintf(stderr, PFX "unknown --to '%s' (chrome, sqlite or pprof)\n", to);
 	return 2;
 }

@@ -316,7 +316,7 @@ static int rules(int argc, char **argv, int on)
 		}
 		size_t n = strlen(argv[i]) + 1;
 		if (len + n + 1 > sizeof(text)) {
-			fprintf(stderr, "ringtrace %s: too many patterns\n", cmd);
+			fprintf(stderr, "ringtrace %s: too many patterns: '%s' and those after it do not fit in %zu bytes\n", cmd, argv[i], sizeof(text));
 			return 2;
 		}
 		memcpy(text + len, argv[i], n);

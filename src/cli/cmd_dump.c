@@ -153,7 +153,7 @@ int cmd_dump(int argc, char **argv)
 		} else if (!dir) {
 			dir = a;
 		} else {
-			fprintf(stderr, "ringtrace dump: one trace directory only\n");
+			fprintf(stderr, "ringtrace dump: one trace directory only: '%s' and '%s'\n", dir, a);
 			usage(stderr);
 			return 2;
 		}

@@ -269,35 +269,45 @@ static int add_pattern(struct rec *r, const char *pat)
  * command (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Prints why
  * not found.
  */
+/*
+ * The allocation tracer to preload: RINGTRACE_MALLOC_LIB if set, else the
+ * one of this command's own tree (bin/../lib: a build directory, or an
+ * installed prefix moved as a whole), else the one in the libdir the
+ * command was built for (RINGTRACE_LIBDIR, from mk/install.mk; a LIBDIR
+ * other than PREFIX/lib). The message names every path it tried.
+ */
+#ifndef RINGTRACE_LIBDIR
+#define RINGTRACE_LIBDIR "/usr/local/lib"
+#endif
 static int find_memlib(char *out, size_t size)
 {
+	static const char name[] = "libringtrace-malloc.so";
 	const char *env = getenv("RINGTRACE_MALLOC_LIB");
-	char exe[PATH_MAX];
-	ssize_t n;
 	if (env && *env) {
 		snprintf(out, size, "%s", env);
-	} else if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		if (access(out, R_OK) == 0)
+			return 0;
+		fprintf(stderr, PFX "--mem: cannot read RINGTRACE_MALLOC_LIB '%s': %s\n", out, strerror(errno));
+		return -1;
+	}
+	char exe[PATH_MAX], rel[PATH_MAX + 64] = "";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
 		exe[n] = 0;
 		char *slash = strrchr(exe, '/');
 		if (slash)
 			*slash = 0;
-		static const char rel[] = "/../lib/libringtrace-malloc.so";
-		size_t n1 = strlen(exe);
-		if (n1 + sizeof(rel) <= size) {
-			memcpy(out, exe, n1);
-			memcpy(out + n1, rel, sizeof(rel));
-		} else {
-			out[0] = 0;
-		}
-	} else {
-		out[0] = 0;
+		snprintf(rel, sizeof(rel), "%s/../lib/%s", exe, name);
+		if (access(rel, R_OK) == 0 && (size_t)snprintf(out, size, "%s", rel) < size)
+			return 0;
 	}
-	if (!out[0] || access(out, R_OK) < 0) {
-		fprintf(stderr, PFX "--mem: cannot find libringtrace-malloc.so (%s; set RINGTRACE_MALLOC_LIB)\n",
-			out[0] ? out : "no path");
-		return -1;
-	}
-	return 0;
+	int len = snprintf(out, size, "%s/%s", RINGTRACE_LIBDIR, name);
+	if (len > 0 && (size_t)len < size && access(out, R_OK) == 0)
+		return 0;
+	fprintf(stderr, PFX "--mem: cannot find %s (tried '%s' and '%s/%s'; set RINGTRACE_MALLOC_LIB)\n", name,
+		rel[0] ? rel : "bin/../lib: /proc/self/exe unreadable", RINGTRACE_LIBDIR, name);
+	out[0] = 0;
+	return -1;
 }
 
 static int parse_args(struct rec *r, int argc, char **argv)

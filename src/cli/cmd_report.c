@@ -4,10 +4,10 @@
  * stacks, then report).
  *
  * The report replays the mem:* events of a trace in time order
- * (src/mem/mem_family.h): a table of blocks by address gives each free its
- * allocation, so frees, leaks, cross-CPU and cross-thread frees and
- * errors (unknown pointer, double free, mismatched family, realloc of a
- * freed block) are attributed to call sites. It needs nothing but the
+ * (analyze/replay.h, the converters' replay too): its table of blocks by
+ * address gives each free its allocation, so frees, leaks, cross-CPU and
+ * cross-thread frees and errors (unknown pointer, double free, mismatched
+ * family, realloc of a freed block) are attributed to call sites. It needs nothing but the
  * trace: call sites are symbolised with the objects saved in
  * TRACE/stacks/maps (build ids checked). The state is in report.h; with
  * --html, report_html.c draws the same figures as one HTML page, from
@@ -39,48 +39,8 @@
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace report: "
-const char *const report_err_name[E_COUNT] = {
-	"free of an unknown pointer", "double free", "mismatched free", "realloc of a freed block",
-	"realloc of an unknown pointer",
-};
 
 /* ---- tables -------------------------------------------------------------- */
-
-static struct blk *blk_find(struct report *r, uint64_t ptr, int create)
-{
-	if (create && (r->nblk + 1) * 4 > r->capblk * 3) {
-		size_t cap = r->capblk ? r->capblk * 2 : 1u << 16;
-		struct blk *nb = calloc(cap, sizeof(*nb));
-		if (!nb)
-			return NULL;
-		for (size_t i = 0; i < r->capblk; i++) {
-			if (r->blk[i].state == B_EMPTY)
-				continue;
-			size_t j = u64map_mix(r->blk[i].ptr) & (cap - 1);
-			while (nb[j].state != B_EMPTY)
-				j = (j + 1) & (cap - 1);
-			nb[j] = r->blk[i];
-		}
-		free(r->blk);
-		r->blk = nb;
-		r->capblk = cap;
-	}
-	if (!r->capblk)
-		return NULL;
-	size_t j = u64map_mix(ptr) & (r->capblk - 1);
-	while (r->blk[j].state != B_EMPTY) {
-		if (r->blk[j].ptr == ptr)
-			return &r->blk[j];
-		j = (j + 1) & (r->capblk - 1);
-	}
-	if (!create)
-		return NULL;
-	r->nblk++;
-	memset(&r->blk[j], 0, sizeof(r->blk[j]));
-	r->blk[j].ptr = ptr;
-	r->blk[j].state = B_FREED; /* the caller sets it */
-	return &r->blk[j];
-}
 
 static struct agg *agg_get(struct aggtab *t, uint64_t key)
 {
@@ -138,66 +98,7 @@ static void add_err(struct report *r, int kind, uint64_t ptr, int64_t ns, uint64
 	r->errs[r->nerrs++] = (struct err){ kind, sa, sf, sg, fa, ff, 1, ptr, ns };
 }
 
-/* ---- replay -------------------------------------------------------------- */
-
-static int field_index(const struct rd_value *f, const char *name)
-{
-	for (uint32_t i = 0; f && i < f->sub.n; i++)
-		if (f->sub.v[i].name && !strcmp(rd_display_name(f->sub.v[i].name), name))
-			return (int)i;
-	return -1;
-}
-
-static const struct ev_plan *plan_for(struct report *r, const struct rd_item *it)
-{
-	for (size_t i = 0; i < r->nplans; i++)
-		if (r->plans[i].ec == it->ec)
-			return &r->plans[i];
-	struct ev_plan *v = realloc(r->plans, (r->nplans + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	r->plans = v;
-	struct ev_plan *p = &v[r->nplans++];
-	const char *n = it->ec->name ? it->ec->name : "";
-	const struct rd_value *f = it->fields;
-	p->ec = it->ec;
-	p->kind = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? K_ALLOC :
-		  !strcmp(n, "mem:free") ? K_FREE :
-		  !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? K_REALLOC :
-		  !strcmp(n, "mem:mmap") ? K_MMAP :
-		  !strcmp(n, "mem:munmap") ? K_MUNMAP :
-		  !strcmp(n, "mem:mremap") ? K_MREMAP : K_NONE;
-	p->ptr = field_index(f, "ptr");
-	p->old_ptr = field_index(f, "old_ptr");
-	p->site = field_index(f, "site");
-	p->size = field_index(f, "size");
-	p->old_size = field_index(f, "old_size");
-	p->usable = field_index(f, "usable");
-	p->family = field_index(f, "family");
-	p->align = field_index(f, "align_log2");
-	p->stack_id = field_index(f, "stack_id");
-	/* A class of that name without the fields it needs is not ours. */
-	if (p->kind != K_NONE && (p->ptr < 0 || p->site < 0 ||
-				  ((p->kind == K_REALLOC || p->kind == K_MREMAP) && p->old_ptr < 0) ||
-				  ((p->kind == K_ALLOC || p->kind == K_REALLOC) && (p->size < 0 || p->family < 0))))
-		p->kind = K_NONE;
-	return p;
-}
-
-static uint64_t fval(const struct rd_value *f, int i)
-{
-	return i >= 0 && (uint32_t)i < f->sub.n ? f->sub.v[i].u : 0;
-}
-
-static void heap_moved(struct report *r, int64_t ns)
-{
-	if (r->live_req > r->peak_req) {
-		r->peak_req = r->live_req;
-		r->peak_usable = r->live_usable;
-		r->peak_ns = ns;
-		r->peak_gen++;
-	}
-}
+/* ---- the replay's consumer ---------------------------------------------------- */
 
 /* Before a row's live bytes change: if they have not changed since the
  * peak was last raised, they are the row's bytes at that peak. */
@@ -217,194 +118,123 @@ void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *
 	*ret_usable = kept ? a->snap_usable : a->live_usable;
 }
 
-static void do_alloc(struct report *r, const struct rd_item *it, uint64_t ptr, uint64_t size, uint64_t usable,
-		     uint64_t site, uint32_t stack, unsigned fam)
+/* The heap's figures are the replay's. */
+static void heap_now(struct report *r)
 {
-	struct agg *a = agg_get(&r->sites, site);
-	struct agg *s = r->has_stacks ? agg_get(&r->stacks, stack) : NULL;
-	if (!ptr) {
-		r->failed++;
-		if (a) {
-			a->failed++;
-			a->fams |= 1ull << (fam & 63);
-		}
-		if (s) {
-			s->failed++;
-			s->fams |= 1ull << (fam & 63);
-		}
-		return;
-	}
-	struct blk *b = blk_find(r, ptr, 1);
-	if (!b)
-		return;
-	if (b->state == B_LIVE) {
-		/* Handed out again without a free we saw (a free racing with
-		 * a realloc that moved, in another thread): the old block is
-		 * gone. */
-		r->live_req -= b->size;
-		r->live_usable -= b->usable;
-		r->live_n--;
-		struct agg *oa = agg_get(&r->sites, b->site);
-		peak_keep(r, oa);
-		if (oa) {
-			oa->live_n--;
-			oa->live_req -= b->size;
-			oa->live_usable -= b->usable;
-		}
-		struct agg *os = r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL;
-		peak_keep(r, os);
-		if (os) {
-			os->live_n--;
-			os->live_req -= b->size;
-			os->live_usable -= b->usable;
-		}
-	}
-	b->state = B_LIVE;
-	b->size = size;
-	b->usable = usable < size ? size : usable;
-	b->site = site;
-	b->stack = stack;
-	b->tid = it->tid;
-	b->cpu = it->cpu;
-	b->fam = (uint8_t)fam;
+	r->live_n = r->rp.live_n;
+	r->live_req = r->rp.live_req;
+	r->live_usable = r->rp.live_usable;
+	if (r->rp.live_pages > r->pages_peak)
+		r->pages_peak = r->rp.live_pages;
+}
+
+static int on_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
+{
+	struct report *r = arg;
+	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
 	r->allocs++;
-	r->req += size;
+	r->req += b->size;
 	r->usable += b->usable;
-	r->live_req += size;
-	r->live_usable += b->usable;
-	r->live_n++;
-	struct agg *t[2] = { a, s };
+	heap_now(r);
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
 		peak_keep(r, t[i]);
 		t[i]->allocs++;
-		t[i]->req += size;
+		t[i]->req += b->size;
 		t[i]->usable += b->usable;
 		t[i]->live_n++;
-		t[i]->live_req += size;
+		t[i]->live_req += b->size;
 		t[i]->live_usable += b->usable;
-		t[i]->fams |= 1ull << (fam & 63);
+		t[i]->fams |= 1ull << (b->fam & 63);
 		if (!t[i]->site)
-			t[i]->site = site;
+			t[i]->site = b->site;
 	}
-	heap_moved(r, it->ns);
+	if (r->live_req > r->peak_req) {
+		r->peak_req = r->live_req;
+		r->peak_usable = r->live_usable;
+		r->peak_ns = ev->ns;
+		r->peak_gen++;
+	}
+	return 0;
 }
 
-/* A free (or the freeing half of a realloc) of ptr at `site`. Returns 1
- * when the block was live. */
-static int do_free(struct report *r, const struct rd_item *it, uint64_t ptr, uint64_t site, unsigned ffam,
-		   int realloc_)
+static int on_failed(void *arg, const struct replay_event *ev, uint64_t size, unsigned fam)
 {
-	struct blk *b = blk_find(r, ptr, 0);
-	if (!b) {
-		add_err(r, realloc_ ? E_REALLOC_UNKNOWN : E_UNKNOWN, ptr, it->ns, 0, 0, site, (uint8_t)ffam, 0);
-		return 0;
+	struct report *r = arg;
+	struct agg *t[2] = { agg_get(&r->sites, ev->site), r->has_stacks ? agg_get(&r->stacks, ev->stack) : NULL };
+	r->failed++;
+	for (int i = 0; i < 2; i++) {
+		if (t[i]) {
+			t[i]->failed++;
+			t[i]->fams |= 1ull << (fam & 63);
+		}
 	}
-	if (b->state == B_FREED) {
-		add_err(r, realloc_ ? E_REALLOC_FREED : E_DOUBLE, ptr, it->ns, b->site, b->fam, b->free_site,
-			b->free_fam, site);
-		return 0;
+	return 0;
+}
+
+/* A block ended: freed (a realloc's old block included), or its address
+ * handed out again (not a free: only its live bytes go). */
+static int on_end(void *arg, const struct replay_event *ev, const struct replay_block *b)
+{
+	struct report *r = arg;
+	int freed = b->end != RP_END_REUSED;
+	int xc = freed && b->cpu != ev->cpu, xt = freed && b->tid && ev->tid && b->tid != ev->tid;
+	heap_now(r);
+	if (freed) {
+		r->frees++;
+		r->frees_known++;
+		r->xcpu += xc;
+		r->xthread += xt;
+		r->munmaps += b->end == MEM_F_MUNMAP;
 	}
-	if (!realloc_ && mem_alloc_class(b->fam) != mem_free_class(ffam))
-		add_err(r, E_MISMATCH, ptr, it->ns, b->site, b->fam, site, (uint8_t)ffam, 0);
-	r->frees++;
-	r->frees_known++;
-	r->live_req -= b->size;
-	r->live_usable -= b->usable;
-	r->live_n--;
-	int xc = b->cpu != it->cpu, xt = b->tid && it->tid && b->tid != it->tid;
-	r->xcpu += xc;
-	r->xthread += xt;
 	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
 		peak_keep(r, t[i]);
-		t[i]->frees++;
+		t[i]->frees += freed;
 		t[i]->live_n--;
 		t[i]->live_req -= b->size;
 		t[i]->live_usable -= b->usable;
 		t[i]->xcpu += xc;
 		t[i]->xthread += xt;
 	}
-	b->state = B_FREED;
-	b->free_site = site;
-	b->free_fam = (uint8_t)ffam;
-	return 1;
+	return 0;
 }
 
+/* Errors are grouped by kind and sites: the allocation's, the free's (the
+ * call in error, or the block's first free), the second call's. */
+static int on_error(void *arg, const struct replay_event *ev, const struct replay_error *e)
+{
+	struct report *r = arg;
+	const struct replay_block *b = e->b;
+	if (!b)
+		add_err(r, e->kind, e->ptr, ev->ns, 0, 0, ev->site, (uint8_t)e->call, 0);
+	else if (e->kind == RP_E_MISMATCH)
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, ev->site, (uint8_t)e->call, 0);
+	else
+		add_err(r, e->kind, e->ptr, ev->ns, b->site, b->fam, b->end_site, b->end, ev->site);
+	return 0;
+}
+
+static const struct replay_ops report_ops = { on_alloc, on_failed, on_end, on_error };
+
+/* One item of the trace: the figures of a mem event, then its effects. */
 static void replay(struct report *r, const struct rd_item *it)
 {
-	const struct ev_plan *p = plan_for(r, it);
-	if (!p || p->kind == K_NONE || !it->fields)
+	const struct replay_class *c = replay_item_class(&r->rp, it);
+	if (!c || c->kind == RP_NONE || !it->fields)
 		return;
-	const struct rd_value *f = it->fields;
 	if (!r->have_t0) {
 		r->t0_ns = it->ns;
 		r->have_t0 = 1;
 	}
 	r->t_end_ns = it->ns;
 	r->events++;
-	uint64_t ptr = fval(f, p->ptr), site = fval(f, p->site);
-	uint32_t stack = p->stack_id >= 0 ? (uint32_t)fval(f, p->stack_id) : STACK_NONE;
-	switch (p->kind) {
-	case K_ALLOC:
-		do_alloc(r, it, ptr, fval(f, p->size), fval(f, p->usable), site, stack, (unsigned)fval(f, p->family));
-		break;
-	case K_FREE:
-		do_free(r, it, ptr, site, (unsigned)fval(f, p->family), 0);
-		break;
-	case K_REALLOC: {
-		uint64_t old = fval(f, p->old_ptr), size = fval(f, p->size);
-		r->reallocs++;
-		if (!ptr && size) {
-			/* Failed: the old block stays. */
-			do_alloc(r, it, 0, size, 0, site, stack, (unsigned)fval(f, p->family));
-			break;
-		}
-		if (old)
-			do_free(r, it, old, site, MEM_F_FREE, 1);
-		if (ptr)
-			do_alloc(r, it, ptr, size, fval(f, p->usable), site, stack, (unsigned)fval(f, p->family));
-		break;
-	}
-	case K_MMAP: {
-		uint64_t size = fval(f, p->size);
-		r->mmaps++;
-		r->pages_live += size;
-		if (r->pages_live > r->pages_peak)
-			r->pages_peak = r->pages_live;
-		do_alloc(r, it, ptr, size, size, site, stack, MEM_A_MMAP);
-		break;
-	}
-	case K_MUNMAP: {
-		/* Only a whole mapping we saw made: file mappings and partial
-		 * unmaps are not allocations. */
-		struct blk *b = blk_find(r, ptr, 0);
-		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES &&
-		    b->size == fval(f, p->size)) {
-			r->munmaps++;
-			r->pages_live -= b->size;
-			do_free(r, it, ptr, site, MEM_F_MUNMAP, 0);
-		}
-		break;
-	}
-	case K_MREMAP: {
-		uint64_t old = fval(f, p->old_ptr);
-		struct blk *b = blk_find(r, old, 0);
-		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES) {
-			r->pages_live -= b->size;
-			do_free(r, it, old, site, MEM_F_MUNMAP, 1);
-			uint64_t size = fval(f, p->size);
-			r->pages_live += size;
-			if (r->pages_live > r->pages_peak)
-				r->pages_peak = r->pages_live;
-			do_alloc(r, it, ptr, size, size, site, stack, MEM_A_MREMAP);
-		}
-		break;
-	}
-	}
+	r->reallocs += c->kind == RP_REALLOC;
+	r->mmaps += c->kind == RP_MMAP;
+	(void)replay_item(&r->rp, it);
 	if (r->heap)
 		report_html_heap(r, it->ns);
 }
@@ -629,7 +459,7 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		fprintf(o, "  pages (mmap)         %" PRIu64 " maps, %" PRIu64 " unmapped, peak %" PRIu64 " bytes\n",
 			r->mmaps, r->munmaps, r->pages_peak);
 	uint64_t nerr = 0;
-	for (int k = 0; k < E_COUNT; k++)
+	for (int k = 0; k < RP_E_COUNT; k++)
 		nerr += r->err_total[k];
 	fprintf(o, "  errors               %" PRIu64 "\n", nerr);
 	if (r->lost)
@@ -681,10 +511,10 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 
 	if (nerr) {
 		fprintf(o, "\nErrors\n");
-		for (int k = 0; k < E_COUNT; k++) {
+		for (int k = 0; k < RP_E_COUNT; k++) {
 			if (!r->err_total[k])
 				continue;
-			fprintf(o, "  %s: %" PRIu64 "\n", report_err_name[k], r->err_total[k]);
+			fprintf(o, "  %s: %" PRIu64 "\n", replay_err_name[k], r->err_total[k]);
 			for (size_t i = 0; i < r->nerrs; i++) {
 				const struct err *e = &r->errs[i];
 				if (e->kind != k)
@@ -694,23 +524,23 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 				if (r->aggregate && !e->site_free)
 					/* Counters only: no pointer, no free's site. */
 					fprintf(o, "    %" PRIu64 "x: %s%s%s\n", e->count,
-						k == E_MISMATCH ? "blocks allocated at " : "frees of blocks not known alive "
+						k == RP_E_MISMATCH ? "blocks allocated at " : "frees of blocks not known alive "
 											   "(double frees among them; aggregate mode "
 											   "keeps no sites of frees)",
-						k == E_MISMATCH ? sa : "", k == E_MISMATCH ? ", freed by another family" : "");
+						k == RP_E_MISMATCH ? sa : "", k == RP_E_MISMATCH ? ", freed by another family" : "");
 				else
 					fprintf(o, "    %" PRIu64 "x, first 0x%" PRIx64 ": ", e->count, e->ptr);
 				if (r->aggregate && !e->site_free)
 					;
-				else if (k == E_UNKNOWN || k == E_REALLOC_UNKNOWN)
-					fprintf(o, "%s at %s\n", k == E_UNKNOWN ? mem_free_name(e->fam_free) : "realloc",
+				else if (k == RP_E_UNKNOWN || k == RP_E_REALLOC_UNKNOWN)
+					fprintf(o, "%s at %s\n", k == RP_E_UNKNOWN ? replay_end_name(e->fam_free) : "realloc",
 						sf_);
-				else if (k == E_MISMATCH)
+				else if (k == RP_E_MISMATCH)
 					fprintf(o, "%s at %s, %s at %s\n", mem_alloc_name(e->fam_alloc), sa,
-						mem_free_name(e->fam_free), sf_);
+						replay_end_name(e->fam_free), sf_);
 				else
 					fprintf(o, "%s at %s, %s at %s, %s again at %s\n", mem_alloc_name(e->fam_alloc), sa,
-						mem_free_name(e->fam_free), sf_, k == E_DOUBLE ? "freed" : "realloc'ed", sg);
+						replay_end_name(e->fam_free), sf_, k == RP_E_DOUBLE ? "freed" : "realloc'ed", sg);
 				free(sa);
 				free(sf_);
 				free(sg);
@@ -727,7 +557,7 @@ static void json_num(FILE *o, const char *k, uint64_t v, int comma)
 static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sym_ctx *ctx, const char *dir)
 {
 	uint64_t nerr = 0;
-	for (int k = 0; k < E_COUNT; k++)
+	for (int k = 0; k < RP_E_COUNT; k++)
 		nerr += r->err_total[k];
 	fprintf(o, "{\"trace\": ");
 	cli_json_string(o, dir);
@@ -785,7 +615,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		char *sa = report_site_name(ctx, e->site_alloc, 0), *sf_ = report_site_name(ctx, e->site_free, 0),
 		     *sg = report_site_name(ctx, e->site_again, 0);
 		fprintf(o, "%s\n  {\"kind\": ", i ? "," : "");
-		cli_json_string(o, report_err_name[e->kind]);
+		cli_json_string(o, replay_err_name[e->kind]);
 		fprintf(o, ", ");
 		json_num(o, "count", e->count, 1);
 		fprintf(o, "\"ptr\": \"0x%" PRIx64 "\", \"alloc_family\": ", e->ptr);
@@ -793,7 +623,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 		fprintf(o, ", \"alloc_site\": ");
 		cli_json_string(o, e->site_alloc ? sa : "");
 		fprintf(o, ", \"free_family\": ");
-		cli_json_string(o, e->site_free ? mem_free_name(e->fam_free) : "");
+		cli_json_string(o, e->site_free ? replay_end_name(e->fam_free) : "");
 		fprintf(o, ", \"free_site\": ");
 		cli_json_string(o, e->site_free ? sf_ : "");
 		fprintf(o, ", \"again_site\": ");
@@ -882,15 +712,15 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 		r->live_usable += s->live_usable;
 		r->xcpu += s->xcpu;
 		if (s->mismatched) {
-			add_err(r, E_MISMATCH, 0, 0, site, 0, 0, 0, 0);
+			add_err(r, RP_E_MISMATCH, 0, 0, site, 0, 0, 0, 0);
 			r->errs[r->nerrs - 1].count += s->mismatched - 1;
-			r->err_total[E_MISMATCH] += s->mismatched - 1;
+			r->err_total[RP_E_MISMATCH] += s->mismatched - 1;
 		}
 	}
 	if (h->unknown_frees) {
-		add_err(r, E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0);
+		add_err(r, RP_E_UNKNOWN, 0, 0, 0, 0, 0, 0, 0);
 		r->errs[r->nerrs - 1].count += h->unknown_frees - 1;
-		r->err_total[E_UNKNOWN] += h->unknown_frees - 1;
+		r->err_total[RP_E_UNKNOWN] += h->unknown_frees - 1;
 	}
 	/* Times from the program's attach (CLOCK_MONOTONIC). */
 	r->have_t0 = 1;
@@ -961,6 +791,13 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		return 2;
 	}
 	r->has_stacks = sf.nstacks > 0;
+	/* Freed blocks are kept: a second free is then a double free. */
+	if (replay_init(&r->rp, rd_trace_meta(t), REPLAY_KEEP_FREED, &report_ops, r) < 0) {
+		fprintf(stderr, PFX "out of memory\n");
+		rd_trace_close(t);
+		stack_files_free(&sf);
+		return 1;
+	}
 	struct rd_item it;
 	int status = 0;
 	for (;;) {
@@ -984,6 +821,10 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 		}
 	}
 	rd_trace_close(t);
+	if (r->rp.oom) {
+		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
+		status = 1;
+	}
 	struct sym_ctx *ctx = symbolizer(&sf, r->debug_dir);
 	k = merge_aggregate(r, dir, &sf, ctx);
 	if (k < 0)
@@ -1021,8 +862,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 
 static void report_free(struct report *r)
 {
-	free(r->plans);
-	free(r->blk);
+	replay_free(&r->rp);
 	free(r->errs);
 	aggtab_free(&r->sites);
 	aggtab_free(&r->stacks);
@@ -1134,7 +974,7 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	/* A file is written under a temporary name and renamed over FILE at
-	 * the end (common/outdir.h): a partial one never takes its place. */
+	 * the end (util/outdir.h): a partial one never takes its place. */
 	struct outfile of;
 	FILE *o = stdout;
 	char why[512];

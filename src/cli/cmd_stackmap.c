@@ -171,7 +171,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len)
 	size_t len = (size_t)st.st_size;
 	char *buf = malloc(len ? len : 1);
 	if (!buf || fread(buf, 1, len, f) != len) {
-		fprintf(stderr, PFX "cannot read '%s'\n", path);
+		fprintf(stderr, PFX "cannot read '%s': %s\n", path, buf ? (ferror(f) ? strerror(errno) : "shorter than its size") : strerror(ENOMEM));
 		free(buf);
 		fclose(f);
 		return -1;
@@ -481,7 +481,7 @@ static int output(const struct opts *o, struct stack_files *f, int from_bin,
 	}
 	if (fflush(stdout) != 0 || ferror(stdout) || r < 0) {
 		if (!status)
-			fprintf(stderr, PFX "cannot write the output\n");
+			fprintf(stderr, PFX "cannot write the stacks of '%s' to the standard output\n", o->target ? o->target : o->from);
 		status = 1;
 	}
 	sym_ctx_free(ctx);
@@ -506,11 +506,19 @@ int cmd_stackmap(int argc, char **argv)
 	struct stat st;
 	int from_bin = o.from != NULL;
 	int r;
+	int e = 0;
+	if (!from_bin && stat(o.target, &st) < 0)
+		e = errno;
 	if (from_bin)
 		r = load_bin_file(o.from, &f, &info);
-	else if (stat(o.target, &st) == 0 && S_ISDIR(st.st_mode))
+	else if (!e && S_ISDIR(st.st_mode))
 		r = load_trace(o.target, &f);
-	else
+	else if (strchr(o.target, '/')) {
+		/* A path: no program's name has a slash (a file named like
+		 * the program, in the current directory, is not in the way). */
+		fprintf(stderr, PFX "cannot open trace '%s': %s\n", o.target, e ? strerror(e) : strerror(ENOTDIR));
+		return 1;
+	} else
 		r = stack_live_load(o.target, &f);
 	if (r < 0)
 		return 1;

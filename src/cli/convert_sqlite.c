@@ -7,19 +7,19 @@
  * then one column per payload field), every class, threads, stacks and their
  * symbolised frames, the losses, the trace's env, and for traces recorded
  * with --mem one row per heap block (allocations), failed allocations
- * and allocation errors, found by replaying the mem:* events as
- * `ringtrace report` does (cmd_report.c: frees matched to allocations by
- * pointer, a realloc is a free of the old block and an allocation of the
- * new one at its site, pages from mmap/munmap/mremap).
+ * and allocation errors, found by the replay of the mem:* events that
+ * `ringtrace report` uses too (analyze/replay.h: frees matched to
+ * allocations by pointer, a realloc is a free of the old block and an
+ * allocation of the new one at its site, pages from mmap/munmap/mremap).
  *
  * Built for traces of millions of events: the trace is read once, in time
  * order, each row inserted through a prepared statement inside one
  * transaction on a database without a journal (it is written under a
  * random temporary name next to FILE and renamed over it at the end, so a
- * crash never leaves a half-written FILE: common/outdir.h); indexes are
+ * crash never leaves a half-written FILE: util/outdir.h); indexes are
  * made after the rows. An allocation row
  * is inserted when its block is freed, or at the end when it never was,
- * so memory holds one entry per address seen (the report's table), not
+ * so memory holds one entry per address seen (the replay's table), not
  * per allocation. Everything from the trace is untrusted: strings are
  * made valid UTF-8, identifiers are sanitised and quoted, values go
  * through bound parameters.
@@ -38,6 +38,7 @@
 #include <sqlite3.h>
 
 #include "cli/convert.h"
+#include "analyze/replay.h"
 #include "util/outdir.h"
 #include "util/buf.h"
 #include "mem/mem_family.h"
@@ -49,7 +50,6 @@
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace convert: "
-#define STACK_NONE 0xffffffffu
 /* SQLite's default SQLITE_MAX_COMPOUND_SELECT: the `events` view is one
  * UNION ALL over the event tables. */
 #define VIEW_MAX_TABLES 500
@@ -61,35 +61,6 @@
  * scanned as fast, and its rows are in time order anyway (rowid order).
  */
 #define INDEX_MIN_ROWS 4096
-
-/* ---- the replay of mem:* events (as cmd_report.c) ------------------------ */
-
-enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
-
-/* How a block ended, beyond enum mem_free_family. */
-enum { FK_REALLOC = MEM_F_MAX, FK_MREMAP };
-
-enum { B_EMPTY, B_LIVE, B_FREED };
-
-struct blk {
-	uint64_t ptr;
-	int64_t id;                  /* allocations.id */
-	uint64_t size, usable, site;
-	int64_t ts;
-	uint32_t stack, tid, cpu;
-	uint8_t fam;                 /* enum mem_alloc_family */
-	uint8_t state;
-	uint8_t ts_ok, has_stack;
-	uint64_t free_site;          /* B_FREED: the free that ended it */
-	uint8_t free_fam;            /* enum mem_free_family or FK_* */
-};
-
-enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
-/* The report's names (`ringtrace report --json`, "errors"). */
-static const char *const err_name[E_COUNT] = {
-	"free of an unknown pointer", "double free", "mismatched free", "realloc of a freed block",
-	"realloc of an unknown pointer",
-};
 
 /* ---- per event class ------------------------------------------------------ */
 
@@ -107,9 +78,6 @@ struct tab {
 	char *fields;                /* event_classes.fields (JSON) */
 	char *create;                /* CREATE TABLE, until it is made */
 	int skip;                    /* ringtrace:thread, ringtrace:thread_name */
-	/* mem:* events: member indexes (-1 absent) */
-	int kind;
-	int ptr, old_ptr, site, size, usable, family, stack_id;
 };
 
 /* ---- hash sets ----------------------------------------------------------- */
@@ -137,9 +105,8 @@ struct conv {
 
 	sqlite3_stmt *ins_alloc, *ins_failed, *ins_err, *ins_lost;
 
-	struct blk *blk;
-	size_t nblk, capblk;
-	int64_t next_id;
+	struct replay rp;            /* the blocks, freed ones kept */
+	int64_t next_id;             /* the last allocations.id */
 
 	struct u64map sites, tids;
 	uint64_t events, lost;
@@ -564,36 +531,6 @@ static const char indexes[] =
 	"CREATE INDEX ix_allocations_ts_alloc ON allocations(ts_alloc);\n"
 	"CREATE INDEX ix_frames_stack_id ON frames(stack_id, level);\n";
 
-static int member_index(const struct rd_type *ft, const char *name)
-{
-	for (uint32_t i = 0; ft && i < ft->n_members; i++)
-		if (ft->members[i].name && !strcmp(rd_display_name(ft->members[i].name), name))
-			return (int)i;
-	return -1;
-}
-
-static void mem_plan(struct tab *tb, const char *n, const struct rd_type *ft)
-{
-	tb->kind = !strcmp(n, "mem:alloc") || !strcmp(n, "mem:alloc_large") ? K_ALLOC :
-		   !strcmp(n, "mem:free") ? K_FREE :
-		   !strcmp(n, "mem:realloc") || !strcmp(n, "mem:realloc_large") ? K_REALLOC :
-		   !strcmp(n, "mem:mmap") ? K_MMAP :
-		   !strcmp(n, "mem:munmap") ? K_MUNMAP :
-		   !strcmp(n, "mem:mremap") ? K_MREMAP : K_NONE;
-	tb->ptr = member_index(ft, "ptr");
-	tb->old_ptr = member_index(ft, "old_ptr");
-	tb->site = member_index(ft, "site");
-	tb->size = member_index(ft, "size");
-	tb->usable = member_index(ft, "usable");
-	tb->family = member_index(ft, "family");
-	tb->stack_id = member_index(ft, "stack_id");
-	/* A class of that name without the fields it needs is not ours. */
-	if (tb->kind != K_NONE && (tb->ptr < 0 || tb->site < 0 ||
-				   ((tb->kind == K_REALLOC || tb->kind == K_MREMAP) && tb->old_ptr < 0) ||
-				   ((tb->kind == K_ALLOC || tb->kind == K_REALLOC) && (tb->size < 0 || tb->family < 0))))
-		tb->kind = K_NONE;
-}
-
 /* One table per event class, its insert statement and its row of
  * event_classes. */
 static int make_tables(struct conv *c)
@@ -612,13 +549,11 @@ static int make_tables(struct conv *c)
 		const struct rd_event_class *ec = &m->events[i];
 		struct tab *tb = &c->tabs[i];
 		const char *n = ec->name ? ec->name : "";
-		tb->kind = K_NONE;
 		if (!strcmp(n, "ringtrace:thread") || !strcmp(n, "ringtrace:thread_name")) {
 			tb->skip = 1;
 			continue;
 		}
 		const struct rd_type *ft = ec->fields && ec->fields->kind == RD_STRUCT ? ec->fields : NULL;
-		mem_plan(tb, n, ft);
 		tb->name = sanitize("ev_", n);
 		if (!tb->name || !(tb->name = unique(tb->name, &taken)))
 			goto out;
@@ -671,67 +606,23 @@ out:
 	return r;
 }
 
-/* ---- allocations ---------------------------------------------------------- */
+/* ---- allocations: the consumer of the replay (analyze/replay.h) ------------ */
 
-static const char *free_kind_name(unsigned fk)
+static void bind_ts(sqlite3_stmt *st, int idx, int ok, int64_t ns)
 {
-	return fk == FK_REALLOC ? "realloc" : fk == FK_MREMAP ? "mremap" : mem_free_name(fk);
-}
-
-static struct blk *blk_find(struct conv *c, uint64_t ptr, int create)
-{
-	if (create && (c->nblk + 1) * 4 > c->capblk * 3) {
-		size_t cap = c->capblk ? c->capblk * 2 : 1u << 16;
-		struct blk *nb = calloc(cap, sizeof(*nb));
-		if (!nb) {
-			c->oom = 1;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->capblk; i++) {
-			if (c->blk[i].state == B_EMPTY)
-				continue;
-			size_t j = u64map_mix(c->blk[i].ptr) & (cap - 1);
-			while (nb[j].state != B_EMPTY)
-				j = (j + 1) & (cap - 1);
-			nb[j] = c->blk[i];
-		}
-		free(c->blk);
-		c->blk = nb;
-		c->capblk = cap;
-	}
-	if (!c->capblk)
-		return NULL;
-	size_t j = u64map_mix(ptr) & (c->capblk - 1);
-	while (c->blk[j].state != B_EMPTY) {
-		if (c->blk[j].ptr == ptr)
-			return &c->blk[j];
-		j = (j + 1) & (c->capblk - 1);
-	}
-	if (!create)
-		return NULL;
-	c->nblk++;
-	memset(&c->blk[j], 0, sizeof(c->blk[j]));
-	c->blk[j].ptr = ptr;
-	c->blk[j].state = B_FREED; /* the caller sets it */
-	return &c->blk[j];
-}
-
-static void bind_ts(sqlite3_stmt *st, int idx, const struct rd_item *it)
-{
-	if (it->ns_ok)
-		sqlite3_bind_int64(st, idx, it->ns);
+	if (ok)
+		sqlite3_bind_int64(st, idx, ns);
 	else
 		sqlite3_bind_null(st, idx);
 }
 
-/* The row of block b, ended by `it` (a free: site and kind; free_site
- * unset and it set: handed out again without a free we saw), or alive at
- * the end (it NULL). */
-static int put_alloc_row(struct conv *c, const struct blk *b, const struct rd_item *it, int freed, uint64_t site,
-			 unsigned fk)
+/* The row of block b (its id is b->user), ended by `ev` (freed: at
+ * b->end_site, as b->end says; not freed: handed out again without a
+ * free we saw), or alive at the end (ev NULL). */
+static int put_alloc_row(struct conv *c, const struct replay_block *b, const struct replay_event *ev, int freed)
 {
 	sqlite3_stmt *st = c->ins_alloc;
-	sqlite3_bind_int64(st, 1, b->id);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)b->user);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)b->ptr);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)b->size);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)b->usable);
@@ -741,163 +632,85 @@ static int put_alloc_row(struct conv *c, const struct blk *b, const struct rd_it
 		sqlite3_bind_int64(st, 7, b->stack);
 	sqlite3_bind_int64(st, 8, b->tid);
 	sqlite3_bind_int64(st, 9, b->cpu);
-	if (b->ts_ok)
-		sqlite3_bind_int64(st, 10, b->ts);
-	if (it) {
-		bind_ts(st, 11, it);
+	if (b->ns_ok)
+		sqlite3_bind_int64(st, 10, b->ns);
+	if (ev) {
+		bind_ts(st, 11, ev->ns_ok, ev->ns);
 		if (freed) {
-			sqlite3_bind_int64(st, 12, (sqlite3_int64)site);
-			sqlite3_bind_text(st, 13, free_kind_name(fk), -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 14, it->tid);
-			sqlite3_bind_int64(st, 15, it->cpu);
+			sqlite3_bind_int64(st, 12, (sqlite3_int64)b->end_site);
+			sqlite3_bind_text(st, 13, replay_end_name(b->end), -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 14, ev->tid);
+			sqlite3_bind_int64(st, 15, ev->cpu);
 		}
 	}
 	return step(c, st);
 }
 
-static int put_error(struct conv *c, const struct rd_item *it, int kind, uint64_t ptr, uint64_t site,
-		     const char *fam, const struct blk *b)
+static void site_seen(struct conv *c, uint64_t site)
 {
+	if (kset_add(&c->sites, site, 1) < 0)
+		c->oom = 1;
+}
+
+static int on_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
+{
+	struct conv *c = arg;
+	site_seen(c, ev->site);
+	b->user = (uint64_t)++c->next_id;
+	return 0;
+}
+
+static int on_failed(void *arg, const struct replay_event *ev, uint64_t size, unsigned fam)
+{
+	struct conv *c = arg;
+	site_seen(c, ev->site);
+	sqlite3_stmt *st = c->ins_failed;
+	bind_ts(st, 1, ev->ns_ok, ev->ns);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
+	sqlite3_bind_text(st, 3, mem_alloc_name(fam), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)ev->site);
+	if (ev->has_stack)
+		sqlite3_bind_int64(st, 5, ev->stack);
+	sqlite3_bind_int64(st, 6, ev->tid);
+	sqlite3_bind_int64(st, 7, ev->cpu);
+	return step(c, st);
+}
+
+static int on_end(void *arg, const struct replay_event *ev, const struct replay_block *b)
+{
+	struct conv *c = arg;
+	int freed = b->end != RP_END_REUSED;
+	if (freed)
+		site_seen(c, b->end_site);
+	return put_alloc_row(c, b, ev, freed);
+}
+
+static int on_error(void *arg, const struct replay_event *ev, const struct replay_error *e)
+{
+	struct conv *c = arg;
+	const struct replay_block *b = e->b;
 	sqlite3_stmt *st = c->ins_err;
-	sqlite3_bind_text(st, 1, err_name[kind], -1, SQLITE_STATIC);
-	bind_ts(st, 2, it);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ptr);
-	sqlite3_bind_int64(st, 4, it->tid);
-	sqlite3_bind_int64(st, 5, it->cpu);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)site);
-	sqlite3_bind_text(st, 7, fam, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, replay_err_name[e->kind], -1, SQLITE_STATIC);
+	bind_ts(st, 2, ev->ns_ok, ev->ns);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)e->ptr);
+	sqlite3_bind_int64(st, 4, ev->tid);
+	sqlite3_bind_int64(st, 5, ev->cpu);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)ev->site);
+	sqlite3_bind_text(st, 7, replay_end_name(e->call), -1, SQLITE_STATIC);
 	if (b) {
-		sqlite3_bind_int64(st, 8, b->id);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)b->user);
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)b->site);
 		sqlite3_bind_text(st, 10, mem_alloc_name(b->fam), -1, SQLITE_STATIC);
-		if (b->state == B_FREED) {
-			sqlite3_bind_int64(st, 11, (sqlite3_int64)b->free_site);
-			sqlite3_bind_text(st, 12, free_kind_name(b->free_fam), -1, SQLITE_STATIC);
+		if (!b->live) {
+			sqlite3_bind_int64(st, 11, (sqlite3_int64)b->end_site);
+			sqlite3_bind_text(st, 12, replay_end_name(b->end), -1, SQLITE_STATIC);
 		}
 	}
-	if (kset_add(&c->sites, site, 1) < 0)
-		c->oom = 1;
+	site_seen(c, ev->site);
 	return step(c, st);
 }
 
-static int do_alloc(struct conv *c, const struct rd_item *it, uint64_t ptr, uint64_t size, uint64_t usable,
-		    uint64_t site, int has_stack, uint32_t stack, unsigned fam)
-{
-	if (kset_add(&c->sites, site, 1) < 0)
-		c->oom = 1;
-	if (!ptr) {
-		sqlite3_stmt *st = c->ins_failed;
-		bind_ts(st, 1, it);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
-		sqlite3_bind_text(st, 3, mem_alloc_name(fam), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)site);
-		if (has_stack)
-			sqlite3_bind_int64(st, 5, stack);
-		sqlite3_bind_int64(st, 6, it->tid);
-		sqlite3_bind_int64(st, 7, it->cpu);
-		return step(c, st);
-	}
-	struct blk *b = blk_find(c, ptr, 1);
-	if (!b)
-		return 0;
-	/* Handed out again without a free we saw (a free racing with a
-	 * realloc that moved, in another thread; a lost event): the old
-	 * block ends here, unfreed. */
-	if (b->state == B_LIVE && put_alloc_row(c, b, it, 0, 0, 0) < 0)
-		return -1;
-	b->state = B_LIVE;
-	b->id = ++c->next_id;
-	b->size = size;
-	b->usable = usable < size ? size : usable;
-	b->site = site;
-	b->has_stack = (uint8_t)has_stack;
-	b->stack = stack;
-	b->tid = it->tid;
-	b->cpu = it->cpu;
-	b->fam = (uint8_t)fam;
-	b->ts = it->ns;
-	b->ts_ok = (uint8_t)it->ns_ok;
-	b->free_site = 0;
-	b->free_fam = 0;
-	return 0;
-}
-
-/* A free (or the freeing half of a realloc, fk FK_*) of ptr at `site`. */
-static int do_free(struct conv *c, const struct rd_item *it, uint64_t ptr, uint64_t site, unsigned fk)
-{
-	int re = fk == FK_REALLOC || fk == FK_MREMAP;
-	struct blk *b = blk_find(c, ptr, 0);
-	if (!b)
-		return put_error(c, it, re ? E_REALLOC_UNKNOWN : E_UNKNOWN, ptr, site, free_kind_name(fk), NULL);
-	if (b->state == B_FREED)
-		return put_error(c, it, re ? E_REALLOC_FREED : E_DOUBLE, ptr, site, free_kind_name(fk), b);
-	if (!re && mem_alloc_class(b->fam) != mem_free_class(fk) &&
-	    put_error(c, it, E_MISMATCH, ptr, site, free_kind_name(fk), b) < 0)
-		return -1;
-	if (kset_add(&c->sites, site, 1) < 0)
-		c->oom = 1;
-	if (put_alloc_row(c, b, it, 1, site, fk) < 0)
-		return -1;
-	b->state = B_FREED;
-	b->free_site = site;
-	b->free_fam = (uint8_t)fk;
-	return 0;
-}
-
-static uint64_t fval(const struct rd_value *f, int i)
-{
-	return i >= 0 && (uint32_t)i < f->sub.n ? f->sub.v[i].u : 0;
-}
-
-static int replay(struct conv *c, const struct tab *p, const struct rd_item *it)
-{
-	const struct rd_value *f = it->fields;
-	if (!f)
-		return 0;
-	uint64_t ptr = fval(f, p->ptr), site = fval(f, p->site);
-	int has_stack = p->stack_id >= 0;
-	uint32_t stack = has_stack ? (uint32_t)fval(f, p->stack_id) : STACK_NONE;
-	switch (p->kind) {
-	case K_ALLOC:
-		return do_alloc(c, it, ptr, fval(f, p->size), fval(f, p->usable), site, has_stack, stack,
-				(unsigned)fval(f, p->family));
-	case K_FREE:
-		return do_free(c, it, ptr, site, (unsigned)fval(f, p->family));
-	case K_REALLOC: {
-		uint64_t old = fval(f, p->old_ptr), size = fval(f, p->size);
-		if (!ptr && size) /* failed: the old block stays */
-			return do_alloc(c, it, 0, size, 0, site, has_stack, stack, (unsigned)fval(f, p->family));
-		if (old && do_free(c, it, old, site, FK_REALLOC) < 0)
-			return -1;
-		if (ptr)
-			return do_alloc(c, it, ptr, size, fval(f, p->usable), site, has_stack, stack,
-					(unsigned)fval(f, p->family));
-		return 0;
-	}
-	case K_MMAP:
-		return do_alloc(c, it, ptr, fval(f, p->size), fval(f, p->size), site, has_stack, stack, MEM_A_MMAP);
-	case K_MUNMAP: {
-		/* Only a whole mapping we saw made: file mappings and partial
-		 * unmaps are not allocations. */
-		struct blk *b = blk_find(c, ptr, 0);
-		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES && b->size == fval(f, p->size))
-			return do_free(c, it, ptr, site, MEM_F_MUNMAP);
-		return 0;
-	}
-	case K_MREMAP: {
-		uint64_t old = fval(f, p->old_ptr);
-		struct blk *b = blk_find(c, old, 0);
-		if (b && b->state == B_LIVE && mem_alloc_class(b->fam) == MEM_C_PAGES) {
-			if (do_free(c, it, old, site, FK_MREMAP) < 0)
-				return -1;
-			uint64_t size = fval(f, p->size);
-			return do_alloc(c, it, ptr, size, size, site, has_stack, stack, MEM_A_MREMAP);
-		}
-		return 0;
-	}
-	}
-	return 0;
-}
+static const struct replay_ops sqlite_ops = { on_alloc, on_failed, on_end, on_error };
 
 /* ---- events ----------------------------------------------------------------- */
 
@@ -939,7 +752,7 @@ static int put_event(struct conv *c, const struct rd_item *it)
 	if (!tb->ins && create_table(c, tb) < 0)
 		return -1;
 	sqlite3_stmt *st = tb->ins;
-	bind_ts(st, 1, it);
+	bind_ts(st, 1, it->ns_ok, it->ns);
 	sqlite3_bind_int64(st, 2, it->cpu);
 	sqlite3_bind_int64(st, 3, it->tid);
 	const struct rd_value *f = it->fields;
@@ -964,7 +777,7 @@ static int put_event(struct conv *c, const struct rd_item *it)
 	}
 	if (kset_add(&c->tids, it->tid, 1) < 0)
 		c->oom = 1;
-	return tb->kind != K_NONE ? replay(c, tb, it) : 0;
+	return replay_item(&c->rp, it) < 0 ? -1 : 0;
 }
 
 static int put_loss(struct conv *c, const struct rd_item *it)
@@ -1104,8 +917,8 @@ static int put_event_classes(struct conv *c)
 /* The blocks alive at the end. */
 static int put_live(struct conv *c)
 {
-	for (size_t i = 0; i < c->capblk; i++)
-		if (c->blk[i].state == B_LIVE && put_alloc_row(c, &c->blk[i], NULL, 0, 0, 0) < 0)
+	for (size_t i = 0; i < c->rp.nblk; i++)
+		if (c->rp.blk[i].live && put_alloc_row(c, &c->rp.blk[i], NULL, 0) < 0)
 			return -1;
 	return 0;
 }
@@ -1299,7 +1112,7 @@ static void conv_free(struct conv *c)
 	sqlite3_finalize(c->ins_failed);
 	sqlite3_finalize(c->ins_err);
 	sqlite3_finalize(c->ins_lost);
-	free(c->blk);
+	replay_free(&c->rp);
 	u64map_free(&c->sites);
 	u64map_free(&c->tids);
 	ctf_buf_free(&c->b);
@@ -1307,8 +1120,6 @@ static void conv_free(struct conv *c)
 	c->tabs = NULL;
 	c->ntabs = 0;
 	c->ins_alloc = c->ins_failed = c->ins_err = c->ins_lost = NULL;
-	c->blk = NULL;
-	c->nblk = c->capblk = 0;
 	memset(&c->sites, 0, sizeof(c->sites));
 	memset(&c->tids, 0, sizeof(c->tids));
 }
@@ -1331,7 +1142,13 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 		return 1;
 	}
 	c.m = rd_trace_meta(c.t);
-	/* A new file under a random name in out's directory (common/outdir.h):
+	if (replay_init(&c.rp, c.m, REPLAY_KEEP_FREED, &sqlite_ops, &c) < 0) {
+		fprintf(stderr, PFX "%s: out of memory\n", dir);
+		rd_trace_close(c.t);
+		ctf_buf_free(&c.b);
+		return 1;
+	}
+	/* A new file under a random name in out's directory (util/outdir.h):
 	 * a name fixed in advance could be planted as a symlink. SQLite opens
 	 * it by name, a path without symlinks, told to refuse one (a name
 	 * swapped in a shared directory); the commit checks it is still our
@@ -1340,6 +1157,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 	int k = outfile_open(&of, out, out_flags, 0644, err, sizeof(err));
 	if (k < 0) {
 		fprintf(stderr, PFX "cannot create '%s': %s\n", out, err);
+		replay_free(&c.rp);
 		rd_trace_close(c.t);
 		ctf_buf_free(&c.b);
 		return 1;
@@ -1416,7 +1234,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 	if (trace_err) {
 		fprintf(stderr, PFX "%s: %s (the database holds the events before it)\n", dir, rd_trace_errmsg(c.t));
 		status = 1;
-	} else if (c.oom) {
+	} else if (c.oom || c.rp.oom) {
 		fprintf(stderr, PFX "%s: out of memory: some allocations or call sites are missing\n", dir);
 		status = 1;
 	}

@@ -68,7 +68,7 @@ int agg_save(int fd, int dfd, const char *dir)
 	int ret = -1;
 	struct memagg_header *h = m;
 	if (!memagg_check(m, size, &n)) {
-		fprintf(stderr, "ringtrace record: the allocation counters are damaged: not saved\n");
+		fprintf(stderr, "ringtrace record: the allocation counters are damaged: %s/" AGG_FILE " not saved\n", dir);
 		goto out;
 	}
 	if (!h->pid) {
@@ -186,7 +186,7 @@ void *agg_attach_pid(int pid, size_t *ret_size, char *err, size_t errlen)
 	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", pid);
 	DIR *d = opendir(dpath);
 	if (!d) {
-		snprintf(err, errlen, "pid %d: %s", pid, strerror(errno));
+		snprintf(err, errlen, errno == ENOENT ? "no process %d" : "pid %d: cannot list its open files", pid);
 		return NULL;
 	}
 	/* Root may look at anyone's counters, but only at a memfd of the

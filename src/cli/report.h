@@ -2,12 +2,13 @@
  * report.h - the state of `ringtrace report` (cmd_report.c), shared with
  * its HTML writer (report_html.c).
  *
- * cmd_report.c replays the mem:* events into a `struct report` (blocks by
- * address, rows per call site and per stack, errors, totals), then prints
- * it as text, JSON or HTML. With --html the replay also keeps the heap
- * over time, the rows' live bytes at the peak and the rate of every event
- * type: the HTML is drawn from the same figures as the text report. One
- * thread; the report is built once and printed once.
+ * cmd_report.c is a consumer of the replay of the mem:* events
+ * (analyze/replay.h): it adds them up in a `struct report` (rows per call
+ * site and per stack, errors, totals), then prints it as text, JSON or
+ * HTML. With --html it also keeps the heap over time, the rows' live
+ * bytes at the peak and the rate of every event type: the HTML is drawn
+ * from the same figures as the text report. One thread; the report is
+ * built once and printed once.
  */
 #ifndef RINGTRACE_CLI_REPORT_H
 #define RINGTRACE_CLI_REPORT_H
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/replay.h"
 #include "util/u64map.h"
 
 struct rd_event_class;
@@ -22,32 +24,7 @@ struct sym_ctx;
 struct stack_files;
 struct stackmap_stack;
 
-#define STACK_NONE 0xffffffffu
-
-/* ---- what the events say ------------------------------------------------- */
-
-enum ev_kind { K_NONE, K_ALLOC, K_FREE, K_REALLOC, K_MMAP, K_MUNMAP, K_MREMAP };
-
-/* Where each field sits in an event class's payload (-1: absent). */
-struct ev_plan {
-	const struct rd_event_class *ec;
-	int kind;
-	int ptr, old_ptr, site, size, old_size, usable, family, align, stack_id;
-};
-
-struct blk {
-	uint64_t ptr;
-	uint64_t size, usable;
-	uint64_t site;
-	uint32_t stack;
-	uint32_t tid;
-	uint32_t cpu;
-	uint8_t fam;                 /* enum mem_alloc_family */
-	uint8_t state;               /* B_LIVE, B_FREED */
-	uint64_t free_site;          /* B_FREED: who freed it */
-	uint8_t free_fam;
-};
-enum { B_EMPTY, B_LIVE, B_FREED };
+#define STACK_NONE REPLAY_NO_STACK
 
 /* Per call site (or per stack): what was allocated there and what became
  * of it. */
@@ -74,14 +51,12 @@ struct aggtab {
 	struct u64map idx;           /* key -> index in v */
 };
 
-enum err_kind { E_UNKNOWN, E_DOUBLE, E_MISMATCH, E_REALLOC_FREED, E_REALLOC_UNKNOWN, E_COUNT };
-extern const char *const report_err_name[E_COUNT];
-
-/* Errors grouped by kind and the call sites involved. */
+/* Errors grouped by kind (enum replay_err) and the call sites involved. */
 struct err {
 	int kind;
 	uint64_t site_alloc, site_free, site_again;
-	uint8_t fam_alloc, fam_free;
+	uint8_t fam_alloc;           /* enum mem_alloc_family */
+	uint8_t fam_free;            /* the free: how the block ended (replay.h, RP_END_*) */
 	uint64_t count;
 	uint64_t ptr;                /* the first one */
 	int64_t ns;
@@ -132,16 +107,12 @@ struct report {
 	int html;
 	const char *debug_dir;
 
-	struct ev_plan *plans;
-	size_t nplans;
-
-	struct blk *blk;
-	size_t nblk, capblk;         /* open addressing on ptr, power of two */
+	struct replay rp;            /* the blocks (analyze/replay.h) */
 
 	struct aggtab sites, stacks;
 	struct err *errs;
 	size_t nerrs;
-	uint64_t err_total[E_COUNT];
+	uint64_t err_total[RP_E_COUNT];
 
 	uint64_t allocs, frees, failed, reallocs;
 	uint64_t req, usable;
@@ -151,7 +122,7 @@ struct report {
 	uint64_t peak_gen;           /* how many times the peak was raised */
 	int have_t0;
 	uint64_t xcpu, xthread, frees_known;
-	uint64_t pages_live, pages_peak, mmaps, munmaps;
+	uint64_t pages_peak, mmaps, munmaps;
 	uint64_t lost;
 	uint64_t events;
 	int has_stacks;

@@ -497,7 +497,7 @@ static void site_cell(FILE *o, struct sym_ctx *ctx, const char *fam, uint64_t si
 static void errors_table(FILE *o, const struct report *r, struct sym_ctx *ctx)
 {
 	uint64_t nerr = 0;
-	for (int k = 0; k < E_COUNT; k++)
+	for (int k = 0; k < RP_E_COUNT; k++)
 		nerr += r->err_total[k];
 	fprintf(o, "<section id=\"errors\"><h2>Errors (%" PRIu64 ")</h2>\n", nerr);
 	if (!nerr) {
@@ -508,12 +508,12 @@ static void errors_table(FILE *o, const struct report *r, struct sym_ctx *ctx)
 		   "<th>FIRST POINTER</th><th>ALLOCATED</th><th>FREED</th><th>AGAIN</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < r->nerrs; i++) {
 		const struct err *e = &r->errs[i];
-		fprintf(o, "<tr><td>%s</td><td class=\"n\">%" PRIu64 "</td><td>", report_err_name[e->kind], e->count);
+		fprintf(o, "<tr><td>%s</td><td class=\"n\">%" PRIu64 "</td><td>", replay_err_name[e->kind], e->count);
 		if (e->ptr)
 			fprintf(o, "0x%" PRIx64, e->ptr);
 		fprintf(o, "</td>");
 		site_cell(o, ctx, e->site_alloc ? mem_alloc_name(e->fam_alloc) : NULL, e->site_alloc);
-		site_cell(o, ctx, e->site_free ? mem_free_name(e->fam_free) : NULL, e->site_free);
+		site_cell(o, ctx, e->site_free ? replay_end_name(e->fam_free) : NULL, e->site_free);
 		site_cell(o, ctx, NULL, e->site_again);
 		fprintf(o, "</tr>\n");
 	}
@@ -873,7 +873,7 @@ static void kv(FILE *o, const char *k, const char *fmt, ...)
 static void totals(FILE *o, const struct report *r)
 {
 	uint64_t nerr = 0;
-	for (int k = 0; k < E_COUNT; k++)
+	for (int k = 0; k < RP_E_COUNT; k++)
 		nerr += r->err_total[k];
 	fprintf(o, "<section id=\"totals\"><h2>Totals</h2><table class=\"kv\" id=\"t-totals\">\n");
 	kv(o, "allocations", "%" PRIu64 " (%" PRIu64 " failed)", r->allocs, r->failed);

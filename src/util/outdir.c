@@ -23,6 +23,16 @@ static int fail(int e, char *err, size_t errlen, const char *why)
 	return -e;
 }
 
+/* The reason of a failed system call, worded to follow the directory's
+ * name as the other reasons are ("'x' cannot be created: No such file or
+ * directory"). */
+static int fail_sys(int e, char *err, size_t errlen, const char *what)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s: %s", what, strerror(e));
+	return -e;
+}
+
 /* 1 when dfd holds nothing but . and .., 0 when it holds more, -errno. */
 static int dir_empty(int dfd)
 {
@@ -55,7 +65,7 @@ static int check_dir(int dfd, unsigned flags, char *err, size_t errlen)
 {
 	struct stat st;
 	if (fstat(dfd, &st) < 0)
-		return fail(errno, err, errlen, strerror(errno));
+		return fail_sys(errno, err, errlen, "cannot be examined");
 	if (flags & OUTDIR_ALLOW_SHARED)
 		return 0;
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
@@ -108,7 +118,7 @@ int outdir_open(int at, const char *path, unsigned flags, int *ret_created, char
 	if ((flags & OUTDIR_CREATE) && mkdirat(at, path, 0755) == 0)
 		created = 1;
 	else if ((flags & OUTDIR_CREATE) && (errno != EEXIST || (flags & OUTDIR_NEW)))
-		return fail(errno, err, errlen, strerror(errno));
+		return fail_sys(errno, err, errlen, "cannot be created");
 	int dfd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		int e = errno;
@@ -122,7 +132,7 @@ int outdir_open(int at, const char *path, unsigned flags, int *ret_created, char
 			e = errno;
 		}
 		if (dfd < 0)
-			return fail(e, err, errlen, strerror(e));
+			return fail_sys(e, err, errlen, "cannot be opened");
 	}
 	int k = check_dir(dfd, flags, err, errlen);
 	if (k == 0 && !created && (flags & OUTDIR_EMPTY)) {
@@ -130,7 +140,7 @@ int outdir_open(int at, const char *path, unsigned flags, int *ret_created, char
 		if (k == 0)
 			k = fail(ENOTEMPTY, err, errlen, "exists and is not empty");
 		else if (k < 0)
-			k = fail(-k, err, errlen, strerror(-k));
+			k = fail_sys(-k, err, errlen, "cannot be read");
 		else
 			k = 0;
 	}

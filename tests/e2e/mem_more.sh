@@ -319,7 +319,7 @@ if [ -s "$T/gen.t/stream_0" ]; then
 	eq "errors" "$(errs "$T/gen.json")" "double free|1|0x555555a01400|malloc|site_df_alloc|free|site_df_free|site_df_again
 mismatched free|1|0x555555a01500|new|site_mm_new|free|site_mm_free|
 realloc of a freed block|1|0x555555a01100|malloc|site_rf_alloc|free|site_rf_free|site_rf_realloc
-realloc of an unknown pointer|1|0x555555a0dead0|||free|site_ru_realloc|"
+realloc of an unknown pointer|1|0x555555a0dead0|||realloc|site_ru_realloc|"
 	eq "totals: allocations frees reallocs leaked_blocks errors lost_events" \
 		"$(totals "$T/gen.json" allocations frees reallocs leaked_blocks errors lost_events)" "6 6 2 0 4 0"
 	json gen --by function
