@@ -45,13 +45,22 @@ CFLAGS   += -std=gnu11 -fPIC $(WARN) $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   := -lpthread
 
-# Code that runs inside the traced program.
-LIB_SRC   := $(filter-out src/common/outdir.c src/common/clock_check.c,$(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c)) \
-             src/stackmap/stackmap.c src/ctl/ctl_common.c
+# Sources by folder (docs/design.md, "Module map", says what each may call).
+#
+# Code that runs inside the traced program (fragments add): the runtime
+# proper, src/lib/, and the layers under it that the command shares (the
+# ring buffer, the shared-memory layouts of the stack map and the control
+# block, the clock, signatures).
+LIB_SRC   := $(wildcard src/lib/*.c src/ringbuf/*.c src/common/*.c) src/stackmap/stackmap.c \
+             src/ctl/ctl_common.c
 # Everything else the command needs (exports print; the library never does).
-TOOL_SRC  := $(wildcard src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
-             src/ctl/ctl_client.c src/common/outdir.c src/common/clock_check.c
+TOOL_SRC  := $(wildcard src/util/*.c src/ctf/*.c src/read/*.c) src/stackmap/stackmap_export.c \
+             src/ctl/ctl_client.c
+# Tool-side libraries of their own folders.
+TOOL_SRC  += $(wildcard src/analyze/*.c src/session/*.c src/export/*.c)
 CLI_SRC   := $(wildcard src/cli/*.c)
+# Code only the tests link (encoders of traces the recorder never writes).
+TEST_SRC  := $(wildcard tests/support/*.c)
 # Libraries the shared library and the command link with (fragments add).
 LIB_LIBS  :=
 TOOL_LIBS :=
@@ -62,13 +71,25 @@ DEB_PKGS := gcc g++ clang libclang-rt-14-dev make pkg-config libcmocka-dev \
 # Subsystems with their own sources, libraries and packages (mk/*.mk)
 # append to LIB_SRC, TOOL_SRC, LIB_LIBS, TOOL_LIBS and DEB_PKGS here.
 include $(sort $(wildcard mk/*.mk))
+# A tool folder named both above and by a fragment counts once.
+TOOL_SRC  := $(sort $(TOOL_SRC))
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(O)/obj/%.o)
+# The runtime proper, by folder: linked into libringtrace.so, never into
+# the command. The base is what of the program's side the command links.
+RT_OBJ    := $(filter $(O)/obj/src/lib/%,$(LIB_OBJ))
+BASE_OBJ  := $(filter-out $(O)/obj/src/lib/%,$(LIB_OBJ))
 CLI_OBJ   := $(CLI_SRC:%.c=$(O)/obj/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(O)/obj/%.o)
 
 LIBSO     := $(O)/lib/libringtrace.so
+RT_A      := $(O)/lib/libringtrace-rt.a
+BASE_A    := $(O)/lib/libringtrace-base.a
+TOOL_A    := $(O)/lib/libringtrace-tool.a
+# All three, for the tests, which reach into every layer.
 CORE_A    := $(O)/lib/libringtrace-core.a
+TEST_A    := $(O)/lib/libringtrace-test.a
 CLI       := $(O)/bin/ringtrace
 
 EXAMPLES  := $(patsubst examples/%.c,$(O)/examples/%,$(wildcard examples/*.c))
@@ -80,7 +101,7 @@ TOOLS     := $(patsubst tests/tools/%.c,$(O)/tests/tools/%,$(wildcard tests/tool
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all test run bench install clean deps check-unit check-e2e check-stress
-all: $(LIBSO) $(CLI) $(EXAMPLES)
+all: $(LIBSO) $(CLI) $(EXAMPLES) $(RT_A)
 
 $(O)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -96,13 +117,27 @@ $(LIBSO): $(LIB_OBJ) src/lib/libringtrace.map
 	    -Wl,-soname,libringtrace.so.0 $(LIB_LIBS) $(LDLIBS)
 	ln -sf libringtrace.so $(O)/lib/libringtrace.so.0
 
+$(RT_A): $(RT_OBJ)
+$(BASE_A): $(BASE_OBJ)
+$(TOOL_A): $(TOOL_OBJ)
 $(CORE_A): $(LIB_OBJ) $(TOOL_OBJ)
+$(RT_A) $(BASE_A) $(TOOL_A) $(CORE_A):
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(CLI): $(CLI_OBJ) $(CORE_A)
+$(TEST_A): $(TEST_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(CLI_OBJ) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	rm -f $@ && ar rcs $@ $^
+
+# Tests include their support code as "support/x.h".
+$(TEST_OBJ) $(UNIT) $(STRESS) $(TOOLS): private CPPFLAGS += -Itests
+
+# The command links the tool archive and the base, not the runtime: a
+# reference to src/lib from the command fails here (and
+# tests/e2e/layers.sh checks the result).
+$(CLI): $(CLI_OBJ) $(TOOL_A) $(BASE_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(CLI_OBJ) $(TOOL_A) $(BASE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 # Programs that use tracepoints link to the shared library, as users do.
 APP_LINK = -L$(O)/lib -Wl,-rpath,$(abspath $(O)/lib) -lringtrace $(LDLIBS)
@@ -119,23 +154,28 @@ $(O)/tests/e2e/%.so: tests/e2e/progs/%.c $(LIBSO) include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS) $(APP_LINK)
 
-$(O)/tests/test_%: tests/unit/test_%.c $(CORE_A)
+$(O)/tests/test_%: tests/unit/test_%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) -lcmocka $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) -lcmocka $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
-$(O)/tests/%: tests/stress/%.c $(CORE_A)
+$(O)/tests/%: tests/stress/%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
-$(O)/tests/tools/%: tests/tools/%.c $(CORE_A)
+$(O)/tests/tools/%: tests/tools/%.c $(TEST_A) $(CORE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(TEST_A) $(CORE_A) $(LDFLAGS) $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
 
 # libFuzzer targets: clang only, each parser compiled in with the sanitizers.
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1 -std=gnu11
-build-fuzz/%: tests/fuzz/%.c $(TOOL_SRC) $(wildcard src/common/*.c src/stackmap/*.c src/ctf/*.h src/read/*.h src/common/*.h src/stackmap/*.h)
+FUZZ_BASE := $(wildcard src/common/*.c) src/stackmap/stackmap.c src/stackmap/maplog.c src/ctl/ctl_common.c \
+             src/ringbuf/rb_shm.c
+# The parsers and what they call: not the session library (it needs the
+# whole ring buffer and the runtime's layouts), nor the profile writer.
+FUZZ_TOOL := $(filter-out src/session/% src/export/%,$(TOOL_SRC))
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_TOOL) $(FUZZ_BASE) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(TOOL_SRC) $(filter-out $(TOOL_SRC),$(wildcard src/common/*.c)) src/stackmap/stackmap.c src/stackmap/maplog.c src/ctl/ctl_common.c src/ringbuf/rb_shm.c $(TOOL_LIBS) -ldl -lpthread
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_TOOL) $(FUZZ_BASE) $(TOOL_LIBS) -ldl -lpthread
 
 tests-build: all $(UNIT) $(STRESS) $(E2E_PROGS) $(E2E_PLUG) $(TOOLS)
 .PHONY: tests-build

@@ -14,7 +14,7 @@ DEB_PKGS  += libunwind-dev libdw-dev libelf-dev binutils
 
 # The frame-pointer walk starts from rt_unwind()'s own frame, and goes
 # through the library's frames between it and the probe (src/lib/stack.c).
-$(O)/obj/src/unwind/unwind.o $(O)/obj/src/lib/stack.o $(O)/obj/src/ringbuf/rb_write.o: \
+$(O)/obj/src/unwind/unwind.o $(O)/obj/src/lib/stack.o $(O)/obj/src/lib/probe.o: \
 	CFLAGS += -fno-omit-frame-pointer
 # The stacks test program: walkable by frame pointers too (a thread's
 # captures in signal handlers before its first one outside use them).

@@ -128,6 +128,9 @@ fi
 if [ -x tests/e2e/live.sh ]; then
 	suite "live control end-to-end (gcc build)" tests/e2e/live.sh build
 fi
+if [ -x tests/e2e/layers.sh ]; then
+	suite "layers: the command links no runtime, the buffer calls no runtime, the exports (gcc build)" tests/e2e/layers.sh build
+fi
 if [ -x tests/e2e/stacks.sh ]; then
 	suite "stacks at tracepoints (gcc build)" tests/e2e/stacks.sh build
 fi

@@ -6,7 +6,7 @@
  * stacks weighted by bytes (src/cli/cmd_convert.c).
  *
  * It holds what each event class means (one table), the heap of blocks by
- * address (on read/u64map), and replay_apply(), which turns one event into
+ * address (on util/u64map), and replay_apply(), which turns one event into
  * the calls of the consumer's callbacks: a block allocated, an allocation
  * that failed, a block ended (freed, realloc'ed, unmapped, or handed out
  * again without a free the trace saw), an error (free of an unknown
@@ -69,7 +69,7 @@
 #include <stdint.h>
 
 #include "mem/mem_family.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 struct rd_item;
 struct rd_meta;

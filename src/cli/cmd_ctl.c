@@ -19,7 +19,7 @@
 
 #include "cli/cli.h"
 #include "ctl/ctl_client.h"
-#include "lib/trigger.h"
+#include "common/trigger_parse.h"
 
 #define TIMEOUT_MS 5000
 

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "read/format.h"
 #include "read/reader.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "session/session.h"
 
 #define RPFX "ringtrace recover: "

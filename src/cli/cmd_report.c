@@ -38,7 +38,7 @@
 #include "read/reader.h"
 #include "session/session.h"
 #include "stackmap/stack_files.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "sym/symbolize.h"
 
 #define PFX "ringtrace report: "
@@ -1046,7 +1046,7 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	/* A file is written under a temporary name and renamed over FILE at
-	 * the end (common/outdir.h): a partial one never takes its place. */
+	 * the end (util/outdir.h): a partial one never takes its place. */
 	struct outfile of;
 	FILE *o = stdout;
 	char why[512];

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "read/format.h"
 #include "read/reader.h"
 #include "session/session.h"

@@ -27,7 +27,7 @@
 
 #include "cli/cli.h"
 #include "cli/stack_live.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "stackmap/stack_files.h"
 #include "stackmap/stackmap.h"
 #include "sym/symbolize.h"
@@ -424,7 +424,7 @@ static int print_stat(FILE *out, const struct stack_files *f, int from_bin, cons
 	return ferror(out) ? -EIO : 0;
 }
 
-/* Under a temporary name, renamed over path at the end (common/outdir.h). */
+/* Under a temporary name, renamed over path at the end (util/outdir.h). */
 static int write_bin(const char *path, const struct stack_files *f, unsigned out_flags)
 {
 	struct outfile of;

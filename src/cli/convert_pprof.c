@@ -34,13 +34,13 @@
 #include <string.h>
 
 #include "cli/convert.h"
-#include "common/outdir.h"
 #include "analyze/frames.h"
+#include "util/outdir.h"
 #include "analyze/replay.h"
 #include "export/pprof.h"
 #include "read/format.h"
 #include "read/reader.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "stackmap/stack_files.h"
 #include "sym/symbolize.h"
 

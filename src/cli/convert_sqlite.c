@@ -16,7 +16,7 @@
  * order, each row inserted through a prepared statement inside one
  * transaction on a database without a journal (it is written under a
  * random temporary name next to FILE and renamed over it at the end, so a
- * crash never leaves a half-written FILE: common/outdir.h); indexes are
+ * crash never leaves a half-written FILE: util/outdir.h); indexes are
  * made after the rows. An allocation row
  * is inserted when its block is freed, or at the end when it never was,
  * so memory holds one entry per address seen (the replay's table), not
@@ -40,14 +40,14 @@
 #include "analyze/frames.h"
 #include "analyze/utf8.h"
 #include "cli/convert.h"
-#include "common/outdir.h"
-#include "ctf/buf.h"
 #include "analyze/replay.h"
+#include "util/outdir.h"
+#include "util/buf.h"
 #include "mem/mem_family.h"
 #include "read/decode.h"
 #include "read/format.h"
 #include "read/reader.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "stackmap/stack_files.h"
 #include "sym/symbolize.h"
 
@@ -1094,7 +1094,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 		ctf_buf_free(&c.b);
 		return 1;
 	}
-	/* A new file under a random name in out's directory (common/outdir.h):
+	/* A new file under a random name in out's directory (util/outdir.h):
 	 * a name fixed in advance could be planted as a symlink. SQLite opens
 	 * it by name, a path without symlinks, told to refuse one (a name
 	 * swapped in a shared directory); the commit checks it is still our

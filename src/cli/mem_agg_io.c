@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli/mem_agg_io.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "mem/mem_agg.h"
 
 #define MEMFD_NAME "ringtrace-memagg"

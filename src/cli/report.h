@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "analyze/replay.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 struct rd_event_class;
 struct sym_ctx;

@@ -30,7 +30,7 @@
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "mem/mem_family.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "read/reader.h"
 #include "read/tsdl.h"
 #include "stackmap/stack_files.h"

@@ -2,7 +2,8 @@
  * clock.h - the trace clock: which clock to use and why (a pure decision
  * over what the CPU, the kernel, a check and the environment say), the
  * calibration that maps its values to time, and the checks the recorder
- * makes of the TSC before and after trusting it (clock_check.c).
+ * makes of the TSC before and after trusting it (src/util/clock_check.c:
+ * declared here beside the types they share, linked only into the command).
  */
 #ifndef RINGTRACE_CLOCK_H
 #define RINGTRACE_CLOCK_H
@@ -70,7 +71,7 @@ struct clk_calib {
 void clk_calibrate(uint32_t clock, const struct clk_sample *a, const struct clk_sample *b,
 		   struct clk_calib *ret);
 
-/* ---- clock_check.c (recorder only) ---------------------------------------- */
+/* ---- src/util/clock_check.c (the command only) ---------------------------- */
 
 /* Cross-CPU consistency of the TSC: one thread pinned to each usable CPU,
  * taking turns reading rdtscp under a shared counter; a reading older

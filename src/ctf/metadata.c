@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common/sig.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 
 #define CTF_NAME_MAX 256             /* bytes of a provider or event name */
 

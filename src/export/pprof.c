@@ -6,7 +6,7 @@
  * Called by the converters of `ringtrace convert --to pprof` once per
  * sample they add, then once to write. Built for profiles of a few
  * hundred thousand distinct stacks: each table is a vector indexed by id
- * with a hash map (read/u64map.h) from a hash of the entry to its index;
+ * with a hash map (util/u64map.h) from a hash of the entry to its index;
  * entries whose hashes collide are put under u64map_next_key(), and found
  * by comparing the entries themselves. Sample stacks and labels live in
  * two shared pools, so a sample costs one small struct and its share of
@@ -25,7 +25,7 @@
 #include <zlib.h>
 
 #include "export/pprof.h"
-#include "read/u64map.h"
+#include "util/u64map.h"
 #include "sym/symbolize.h"
 
 /* Field numbers of profile.proto. */

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ctf/buf.h"
+#include "util/buf.h"
 
 struct pprof;
 struct sym_ctx;

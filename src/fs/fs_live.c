@@ -33,7 +33,7 @@
 #include "cli/cli.h"
 #include "common/packet_layout.h"
 #include "common/sig.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "ctf/metadata.h"
 #include "ctl/ctl_client.h"
 #include "fs/fs.h"

@@ -287,7 +287,10 @@ static int answer(const char *fmt, ...)
 	return 0;
 }
 
-static int cmd_rules(const char *text, int on)
+/* The handlers of the control requests, op_X for CTL_OP_X (ctl.h), run
+ * by the control thread; named apart from the command's cmd_* entry
+ * points (src/cli/), which send the requests. */
+static int op_rules(const char *text, int on)
 {
 	/* Validate every pattern before applying any. */
 	int n = 0;
@@ -308,7 +311,7 @@ static int cmd_rules(const char *text, int on)
 	return matched;
 }
 
-static int cmd_on(void)
+static int op_on(void)
 {
 	if (!cur.rb) {
 		int r = region_alloc(&cur);
@@ -324,7 +327,7 @@ static int cmd_on(void)
 	return 0;
 }
 
-static int cmd_off(int free_own)
+static int op_off(int free_own)
 {
 	int g = tracing_stop();
 	if (free_own && cur_own && cur.rb) {
@@ -338,7 +341,7 @@ static int cmd_off(int free_own)
 	return 0;
 }
 
-static int cmd_reset(void)
+static int op_reset(void)
 {
 	if (!cur.rb)
 		return 1; /* nothing to empty */
@@ -370,7 +373,7 @@ static int cmd_reset(void)
 	return 0;
 }
 
-static int cmd_buffer_size(uint64_t bytes, uint64_t arg1)
+static int op_buffer_size(uint64_t bytes, uint64_t arg1)
 {
 	uint64_t nsb = arg1 & 0xffffffffu, mode = arg1 >> 32;
 	if (ctl->tracing) {
@@ -406,7 +409,7 @@ static int cmd_buffer_size(uint64_t bytes, uint64_t arg1)
 	return 0;
 }
 
-static int cmd_flush(int stay_off)
+static int op_flush(int stay_off)
 {
 	if (!cur.rb)
 		return 0;
@@ -425,8 +428,8 @@ static int cmd_flush(int stay_off)
 
 /* ---- snapshots (docs/design.md section 8) -------------------------------------- */
 
-static int cmd_snap_enable(void);
-static int cmd_snap_trigger(const char *text, uint64_t interval_ms);
+static int op_snap_enable(void);
+static int op_snap_trigger(const char *text, uint64_t interval_ms);
 
 /*
  * How long a program waits at its start for a recorder that is known to
@@ -481,12 +484,12 @@ static void flight_start(void)
 	if (cfg_stack_bits < STACKMAP_BITS_MIN || cfg_stack_bits > STACKMAP_BITS_MAX)
 		cfg_stack_bits = 0;
 	publish_session();
-	if (cmd_snap_enable() < 0)
+	if (op_snap_enable() < 0)
 		reg_message("ringtrace: no spare buffers for the flight recorder: %s", ctl->msg);
 	/* --snapshot-on TEXT [--min-interval MS], validated by the recorder. */
 	const char *trig = getenv("RINGTRACE_SNAPSHOT_ON");
 	const char *iv = getenv("RINGTRACE_SNAPSHOT_INTERVAL");
-	if (trig && *trig && cmd_snap_trigger(trig, iv ? strtoull(iv, NULL, 10) : 0) < 0)
+	if (trig && *trig && op_snap_trigger(trig, iv ? strtoull(iv, NULL, 10) : 0) < 0)
 		reg_message("ringtrace: %s", ctl->msg);
 	unsetenv("RINGTRACE_SNAPSHOT_ON");
 	unsetenv("RINGTRACE_SNAPSHOT_INTERVAL");
@@ -534,7 +537,7 @@ static int snap_recycle(void)
 	return 0;
 }
 
-static int cmd_snap_enable(void)
+static int op_snap_enable(void)
 {
 	if (cur.rb && !cur_own) {
 		answer("the buffers belong to ringtrace record (pid %u): snapshots need the program's own buffers",
@@ -552,7 +555,7 @@ static int cmd_snap_enable(void)
 	return 0;
 }
 
-static int cmd_snap_disable(void)
+static int op_snap_disable(void)
 {
 	if (ctl->snap_state == CTL_SNAP_HELD && holder_alive()) {
 		answer("pid %u is writing a snapshot: try again when it is done", ctl->snap_holder);
@@ -574,7 +577,7 @@ static int cmd_snap_disable(void)
  * sub-buffers are closed, so the holder reads a quiescent region: every
  * event is in it or in the new live buffers, none in both.
  */
-static int cmd_snapshot(pid_t holder)
+static int op_snapshot(pid_t holder)
 {
 	if (ctl->snap_state == CTL_SNAP_OFF) {
 		answer("snapshots are not enabled (ringtrace snapshot-enable %d)", (int)ctl_pid);
@@ -660,7 +663,7 @@ int ringtrace_snapshot(void)
 	return agent_request_snapshot(0);
 }
 
-static int cmd_snap_trigger(const char *text, uint64_t interval_ms)
+static int op_snap_trigger(const char *text, uint64_t interval_ms)
 {
 	char err[CTL_MSG];
 	if (trigger_set(text, interval_ms, err, sizeof(err)) < 0) {
@@ -673,7 +676,7 @@ static int cmd_snap_trigger(const char *text, uint64_t interval_ms)
 	return 0;
 }
 
-static int cmd_snap_release(void)
+static int op_snap_release(void)
 {
 	if (ctl->snap_state != CTL_SNAP_HELD)
 		return 0;
@@ -687,37 +690,37 @@ static void handle(uint32_t op, uint64_t arg0, uint64_t arg1, const char *text)
 	switch (op) {
 	case CTL_OP_ENABLE:
 	case CTL_OP_DISABLE:
-		r = cmd_rules(text, op == CTL_OP_ENABLE);
+		r = op_rules(text, op == CTL_OP_ENABLE);
 		break;
 	case CTL_OP_ON:
-		r = cmd_on();
+		r = op_on();
 		break;
 	case CTL_OP_OFF:
-		r = cmd_off(arg0 == 1);
+		r = op_off(arg0 == 1);
 		break;
 	case CTL_OP_RESET:
-		r = cmd_reset();
+		r = op_reset();
 		break;
 	case CTL_OP_BUFFER_SIZE:
-		r = cmd_buffer_size(arg0, arg1);
+		r = op_buffer_size(arg0, arg1);
 		break;
 	case CTL_OP_FLUSH:
-		r = cmd_flush(arg0 == 1);
+		r = op_flush(arg0 == 1);
 		break;
 	case CTL_OP_SNAP_ENABLE:
-		r = cmd_snap_enable();
+		r = op_snap_enable();
 		break;
 	case CTL_OP_SNAP_DISABLE:
-		r = cmd_snap_disable();
+		r = op_snap_disable();
 		break;
 	case CTL_OP_SNAPSHOT:
-		r = cmd_snapshot((pid_t)arg0);
+		r = op_snapshot((pid_t)arg0);
 		break;
 	case CTL_OP_SNAP_RELEASE:
-		r = cmd_snap_release();
+		r = op_snap_release();
 		break;
 	case CTL_OP_SNAP_TRIGGER:
-		r = cmd_snap_trigger(text, arg0);
+		r = op_snap_trigger(text, arg0);
 		break;
 	default:
 		answer("unknown request %u", op);

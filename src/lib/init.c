@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lib/agent.h"
+#include "lib/probe.h"
 #include "lib/rcu.h"
 #include "lib/registry.h"
 #include "lib/stack.h"
@@ -47,7 +48,7 @@ static void atfork_child(void)
 	ringtrace__tls.tid = 0;
 	ringtrace__tls.nest = 0;
 	rcu_after_fork_child();
-	rb_forget_registration();
+	probe_forget_thread();
 	reg_detach_after_fork();
 	reg_unlock();
 	agent_after_fork_child();

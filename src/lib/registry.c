@@ -178,7 +178,7 @@ static void log_event(const struct reg_event *e, int to_ring, int to_ctl)
 	const char *s[4] = { e->provider, e->name, e->signature, e->origin };
 	if (to_ring && attached) {
 		/* A region where every event carries a stack: the probes'
-		 * slow path appends it (rb_write.c), the recorder must know. */
+		 * slow path appends it (probe.c), the recorder must know. */
 		const char *r[4] = { e->provider, e->name, e->ring_sig, e->origin };
 		log_ring(1, e->id, attached->stacks && !e->stack ? r : s, 4);
 	}

@@ -4,9 +4,8 @@
  *
  * A region with a stack area (rb.h) holds the stack map and the log of
  * loaded objects. stack_attach() opens them for a region the library is
- * about to publish; from then on a probe's slow path calls
- * rb_stack_capture() (declared in rb.h) to turn the calling thread's stack
- * into an id. stack_log_maps() appends the objects loaded since the last
+ * about to publish; from then on a probe's slow path (probe.c) calls
+ * rb_stack_capture() to turn the calling thread's stack into an id. stack_log_maps() appends the objects loaded since the last
  * call to the log (at attach, and after dlopen: the registry calls it when
  * an object with tracepoints appears, the control thread when the loader's
  * counters moved).
@@ -39,5 +38,14 @@ void stack_detach(struct ringtrace__rb *rb);
 /* Log the objects loaded since the last call, if the loader's counters
  * moved (or always, with force). */
 void stack_log_maps(struct ringtrace__rb *rb, int force);
+
+/*
+ * The calling thread's stack as an id of the region's stack map (depth 0),
+ * or RINGTRACE__STACK_NONE with the addresses in ips[STACKMAP_MAX_DEPTH]
+ * and their number in *ret_depth (0 when nothing could be captured).
+ * From probes only: the runtime's slow path (probe.c) calls it for the
+ * stack suffix of an event.
+ */
+uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips, uint32_t *ret_depth);
 
 #endif /* RINGTRACE_LIB_STACK_H */

@@ -1,5 +1,6 @@
 /*
- * trigger.c - see trigger.h.
+ * trigger.c - see trigger.h. The syntax is common/trigger_parse.c, shared
+ * with the command; this file is the runtime's side only.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -8,14 +9,13 @@
 #include <string.h>
 
 #include "common/sig.h"
+#include "common/trigger_parse.h"
 #include "lib/agent.h"
 #include "lib/rcu.h"
 #include "lib/registry.h"
 #include "lib/trigger.h"
 
 #define TRIG_EVENTS 16               /* events one pattern may match */
-
-enum { OP_NONE, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
 
 struct trig_event {
 	uint32_t id;
@@ -25,11 +25,7 @@ struct trig_event {
 };
 
 struct trig {
-	char text[TRIGGER_TEXT];
-	char pattern[TRIGGER_TEXT];
-	char field[SIG_NAME_MAX];
-	int op;
-	int64_t value;
+	struct trigger_spec s;       /* what was armed (trigger_parse.h) */
 	uint64_t interval_ns;
 	uint64_t last_ns;            /* CAS by the probe that fires */
 	uint32_t nev;                /* release-stored after ev[nev-1] is filled */
@@ -44,53 +40,7 @@ static struct trig *current;
 const char *trigger_text(void)
 {
 	struct trig *t = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
-	return t ? t->text : "";
-}
-
-static int parse_op(const char *s, int *op)
-{
-	static const struct { const char *s; int op; } ops[] = {
-		{ "==", OP_EQ }, { "!=", OP_NE }, { "<=", OP_LE }, { ">=", OP_GE }, { "<", OP_LT }, { ">", OP_GT },
-	};
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(s, ops[i].s)) {
-			*op = ops[i].op;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int parse(const char *text, struct trig *t, char *err, size_t errlen)
-{
-	char buf[TRIGGER_TEXT], pat[TRIGGER_TEXT], kw[8], field[SIG_NAME_MAX], op[4], val[32], extra[2];
-	if (strlen(text) >= sizeof(buf)) {
-		snprintf(err, errlen, "trigger too long");
-		return -EINVAL;
-	}
-	snprintf(t->text, sizeof(t->text), "%s", text);
-	int n = sscanf(text, "%255s %7s %63s %3s %31s %1s", pat, kw, field, op, val, extra);
-	if (n != 1 && n != 5) {
-		snprintf(err, errlen, "trigger '%s': want 'provider:event' or 'provider:event if FIELD OP VALUE'", text);
-		return -EINVAL;
-	}
-	if (!strchr(pat, ':') || strlen(pat) < 3) {
-		snprintf(err, errlen, "trigger '%s': the event is provider:name (globs allowed)", text);
-		return -EINVAL;
-	}
-	snprintf(t->pattern, sizeof(t->pattern), "%s", pat);
-	if (n == 1)
-		return 0;
-	char *end;
-	errno = 0;
-	long long v = strtoll(val, &end, 0);
-	if (strcmp(kw, "if") || parse_op(op, &t->op) < 0 || *end || end == val || errno) {
-		snprintf(err, errlen, "trigger '%s': the condition is 'if FIELD OP VALUE', OP one of == != < <= > >=, VALUE an integer",
-			 text);
-		return -EINVAL;
-	}
-	snprintf(t->field, sizeof(t->field), "%s", field);
-	t->value = (int64_t)v;
-	return 0;
+	return t ? t->s.text : "";
 }
 
 /* Does event provider:name with this signature match t? Fills e. */
@@ -99,15 +49,15 @@ static int matches(const struct trig *t, const char *provider, const char *name,
 {
 	char full[2 * TRIGGER_TEXT];
 	snprintf(full, sizeof(full), "%s:%s", provider, name);
-	if (fnmatch(t->pattern, full, 0) != 0)
+	if (fnmatch(t->s.pattern, full, 0) != 0)
 		return 0;
-	if (t->op == OP_NONE)
+	if (t->s.op == TRIG_OP_NONE)
 		return 1;
 	if (sig_parse(signature, e->f, SIG_FIELDS_MAX, &e->nfields) < 0)
 		return 0;
 	for (size_t i = 0; i < e->nfields; i++) {
 		const struct sig_field *f = &e->f[i];
-		if (strcmp(f->name, t->field))
+		if (strcmp(f->name, t->s.field))
 			continue;
 		/* Only a scalar integer can be compared. */
 		if (f->array != SIG_SCALAR || f->kind == SIG_STRING || f->kind == SIG_FLOAT)
@@ -132,7 +82,7 @@ static int match_id(uint32_t id, const char *provider, const char *name, const c
 		if (!t->overflow && matches(t, provider, name, signature, &scratch)) {
 			t->overflow = 1;
 			reg_message("ringtrace: trigger '%s' matches more than %d events: %s:%s is not watched",
-				    t->text, TRIG_EVENTS, provider, name);
+				    t->s.text, TRIG_EVENTS, provider, name);
 		}
 		return 0;
 	}
@@ -155,18 +105,6 @@ void trigger_match(struct ringtrace_event_desc *d, uint32_t id, const char *prov
 		__atomic_fetch_and(&d->flags, ~RINGTRACE__EVF_TRIGGER, __ATOMIC_RELEASE);
 }
 
-int trigger_check(const char *text, char *err, size_t errlen)
-{
-	struct trig *t = calloc(1, sizeof(*t));
-	if (!t) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int r = parse(text, t, err, errlen);
-	free(t);
-	return r;
-}
-
 int trigger_set(const char *text, uint64_t min_interval_ms, char *err, size_t errlen)
 {
 	struct trig *t = NULL;
@@ -176,7 +114,7 @@ int trigger_set(const char *text, uint64_t min_interval_ms, char *err, size_t er
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-		if (parse(text, t, err, errlen) < 0) {
+		if (trigger_parse(text, &t->s, err, errlen) < 0) {
 			free(t);
 			return -EINVAL;
 		}
@@ -226,18 +164,18 @@ void ringtrace__trigger(struct ringtrace__rb *rb, const char *payload, uint32_t 
 			e = &t->ev[i];
 	if (!e)
 		return;
-	if (t->op != OP_NONE) {
+	if (t->s.op != TRIG_OP_NONE) {
 		int64_t v;
 		if (field_value(e, rb, payload, cpu, &v) < 0)
 			return;
 		const struct sig_field *f = &e->f[e->field];
-		int lt, eq = v == t->value;
+		int lt, eq = v == t->s.value;
 		if (f->is_signed)
-			lt = v < t->value;
+			lt = v < t->s.value;
 		else
-			lt = (uint64_t)v < (uint64_t)t->value;
-		int ok = t->op == OP_EQ ? eq : t->op == OP_NE ? !eq : t->op == OP_LT ? lt :
-			 t->op == OP_LE ? lt || eq : t->op == OP_GT ? !lt && !eq : !lt;
+			lt = (uint64_t)v < (uint64_t)t->s.value;
+		int ok = t->s.op == TRIG_OP_EQ ? eq : t->s.op == TRIG_OP_NE ? !eq : t->s.op == TRIG_OP_LT ? lt :
+			 t->s.op == TRIG_OP_LE ? lt || eq : t->s.op == TRIG_OP_GT ? !lt && !eq : !lt;
 		if (!ok)
 			return;
 	}

@@ -21,20 +21,15 @@
 
 #include <ringtrace/ringtrace-abi.h>
 
-#define TRIGGER_TEXT 256
+#include "common/trigger_parse.h"
 
 /*
- * Parse "provider:event [if FIELD OP VALUE]" (OP one of == != < <= > >=,
- * VALUE a decimal or 0x integer) and arm it with a minimum interval, in
- * place of any earlier trigger; "" disarms. Events already registered are
+ * Parse "provider:event [if FIELD OP VALUE]" (trigger_parse.h) and arm
+ * it with a minimum interval, in place of any earlier trigger; "" disarms. Events already registered are
  * matched at once (the caller holds no registry lock). 0, or -EINVAL with
  * a message in err.
  */
 int trigger_set(const char *text, uint64_t min_interval_ms, char *err, size_t errlen);
-
-/* Only check the syntax of a trigger (for the command line): 0 or -EINVAL
- * with a message. */
-int trigger_check(const char *text, char *err, size_t errlen);
 
 /* Registry hook: does this new event (id, provider:name, signature) match
  * the trigger? Marks the descriptor's flags. Under the registry lock. */

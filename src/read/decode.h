@@ -27,8 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "read/arena.h"
 #include "read/tsdl.h"
+#include "read/vpool.h"
+#include "util/arena.h"
 
 struct rd_value {
 	const struct rd_type *type;

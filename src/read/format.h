@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "read/decode.h"
 
 /* "S.NNNNNNNNN" (with a leading '-' if negative), as babeltrace2 --clock-seconds. */

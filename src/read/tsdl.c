@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 #define TOK_MAX_LEN   4096           /* bytes of one identifier */
 #define LOOKAHEAD     8

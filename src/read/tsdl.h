@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "read/arena.h"
+#include "util/arena.h"
 
 #define RD_META_MAX      (16u << 20)   /* bytes of metadata text */
 #define RD_STRING_MAX    (1u << 20)    /* bytes of one string literal, decoded */

@@ -50,14 +50,6 @@ static inline void rb_set_rseq(struct ringtrace__rb *rb, int on)
 }
 
 /*
- * The calling thread's stack as an id of the region's stack map (depth 0),
- * or RINGTRACE__STACK_NONE with the addresses in ips[STACKMAP_MAX_DEPTH]
- * and their number in *ret_depth (0 when nothing could be captured).
- * Defined by the library (src/lib/stack.c); from probes only.
- */
-uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips, uint32_t *ret_depth);
-
-/*
  * The stack area of a region opened with rb_view_open(): the loaded-object
  * log (maplog.h) and the stack map (stackmap.h) that follows it. -ENOENT
  * if the region has none.
@@ -107,8 +99,24 @@ uint64_t rb_cpu_discarded(const struct ringtrace__rb_cpu *ctl);
  * written == events + events_discarded (+ what the consumer lost). */
 uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb);
 
-/* In a forked child, whose registrations were all dropped. */
-void rb_forget_registration(void);
+/*
+ * The slow path's reservation (src/lib/probe.c calls it when the inline
+ * fast path cannot reserve): room for a record of event c->id with
+ * `payload` bytes of fields on the calling thread's CPU, opening the next
+ * sub-buffer if the open one is full; c->rb and c->id set by the caller.
+ * `writer` (nonzero, below 2^22) is the tag the CPU's state word keeps: a
+ * thread record carrying it goes before the event when another writer
+ * wrote last, and after every packet header. Returns 1 with c filled (the
+ * caller writes the fields and the header, then commits c->len bytes with
+ * ringtrace__commit() or rb_commit()), or 0 when the event was dropped;
+ * the drop is counted by cause unless `internal` (the tracer's own
+ * records).
+ */
+int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int internal);
+
+/* Commit `bytes` of a reservation (and `events` user events) from any
+ * thread: in place with rseq when still on c->cpu, else atomically. */
+void rb_commit(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events);
 
 /* Close every open sub-buffer so that a reader can take it. Only when no
  * writer can run (tracing off, grace period passed). */

@@ -1,36 +1,39 @@
 /*
- * rb_write.c - the writer's slow path, run inside the traced program.
+ * rb_write.c - the writer's slow path of the buffer mechanics, run inside
+ * the traced program.
  *
  * The inline fast path (ringtrace-abi.h) handles a reservation that fits in
- * the open sub-buffer of the current CPU, with rseq. Everything else comes
- * here: a thread's first event (its tid is cached), opening a new
- * sub-buffer (and closing the full one), the atomic fallback for sessions
- * or threads without rseq, and commits from a thread that migrated.
+ * the open sub-buffer of the current CPU, with rseq. The runtime's slow
+ * path (src/lib/probe.c: thread identity, stacks, triggers) reserves here
+ * what the fast path could not: opening a new sub-buffer (and closing the
+ * full one), the atomic fallback for sessions or threads without rseq; and
+ * commits from a thread that migrated come here too.
  *
- * Like the fast path this code never blocks, allocates or prints; the only
- * system calls are gettid and prctl(PR_GET_NAME) once per thread and a
- * futex wake when the reader sleeps and a sub-buffer was closed. A failure drops the event and counts
- * it by cause. Called from any thread, including signal handlers.
+ * The buffer knows records only as the ABI lays them out (a header, and a
+ * thread record when another writer wrote last); of the packet header it
+ * knows its length and the two hooks that fill it (pkt_open() and
+ * pkt_close(), src/common/packet_layout.h). It never calls up into the
+ * runtime.
+ *
+ * Like the fast path this code never blocks, allocates or prints; its only
+ * system call is a futex wake when the reader sleeps and a sub-buffer was
+ * closed. A failure drops the event and counts it by cause. Called from any
+ * thread, including signal handlers.
  */
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/packet_layout.h"
-#include "lib/rcu.h"
 #include "ringbuf/rb.h"
 #include "ringbuf/rb_lap.h"
 
 #define THR_REC_LEN    (RINGTRACE__EV_COMPACT + 4)
-
-struct ringtrace__rb *ringtrace__rb_current;
-__thread struct ringtrace__tls ringtrace__tls __attribute__((tls_model("initial-exec")));
 
 uint64_t ringtrace__clock_monotonic(void)
 {
@@ -55,19 +58,6 @@ static void count_lost(uint64_t *counter, uint64_t n)
 	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
 
-static void put64(char *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-/* Larger than any sub-buffer (ringtrace.h's RINGTRACE__PAYLOAD_MAX). */
-#define PAYLOAD_LIMIT 0x7fffffffu
-
-static void put32(char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
 /* Commit from a thread that is not (or may not be) on the owning CPU. */
 void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot, uint32_t bytes,
 			    uint32_t events)
@@ -80,7 +70,7 @@ void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slo
 	__atomic_fetch_add(&s->remote_bytes, bytes, __ATOMIC_RELEASE);
 }
 
-static void commit_any(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events)
+void rb_commit(struct ringtrace__wctx *c, uint32_t bytes, uint32_t events)
 {
 #if RINGTRACE__RSEQ
 	if (c->rb->use_rseq) {
@@ -193,35 +183,24 @@ static void close_packet(struct ringtrace__wctx *c, struct ringtrace__rb_percpu 
 			 uint64_t used, uint64_t ts)
 {
 	struct ringtrace__rb *rb = c->rb;
-	char *p = pc->data + (start & rb->buf_mask);
-	put64(p + PKT_OFF(timestamp_end), ts);
-	put64(p + PKT_OFF(content_size), used * 8);
-	put64(p + PKT_OFF(packet_size), used * 8);
-	put64(p + PKT_OFF(events_discarded), rb_cpu_discarded(pc->ctl));
+	pkt_close(pc->data + (start & rb->buf_mask), ts, used, rb_cpu_discarded(pc->ctl));
 	struct ringtrace__wctx pad = *c;
 	pad.slot = rb_slot_of(rb, start);
 	/* The padding completes the lap; the release in the commit publishes
 	 * the fields above with it. */
-	commit_any(&pad, (uint32_t)(rb->sb_mask + 1 - used), 0);
+	rb_commit(&pad, (uint32_t)(rb->sb_mask + 1 - used), 0);
 }
 
 /* Begin fields of a new packet, written by the thread whose reservation
  * opened it, after the state commit and before its own commit (which
- * counts the header bytes, so the reader never sees it half written). */
+ * counts the header bytes, so the reader never sees it half written). Not
+ * the end fields: the opener may be preempted after its state commit
+ * while others fill this sub-buffer and close it; they belong to
+ * close_packet() alone. */
 static void open_packet(struct ringtrace__rb *rb, struct ringtrace__rb_percpu *pc, uint32_t cpu,
 			uint64_t next, uint64_t ts)
 {
-	char *p = pc->data + (next & rb->buf_mask);
-	put32(p + PKT_OFF(magic), CTF_PACKET_MAGIC);
-	memcpy(p + PKT_OFF(uuid), rb->hdr->uuid, 16);
-	put32(p + PKT_OFF(stream_id), 0);
-	put64(p + PKT_OFF(stream_instance_id), cpu);
-	put64(p + PKT_OFF(timestamp_begin), ts);
-	put64(p + PKT_OFF(packet_seq_num), next >> rb->sb_shift);
-	put32(p + PKT_OFF(cpu_id), cpu);
-	/* Not the end fields: the opener may be preempted after its state
-	 * commit while others fill this sub-buffer and close it; they belong
-	 * to close_packet() alone. */
+	pkt_open(pc->data + (next & rb->buf_mask), rb->hdr->uuid, cpu, next >> rb->sb_shift, ts);
 }
 
 static int32_t current_cpu(const struct ringtrace__rb *rb)
@@ -240,100 +219,15 @@ static void write_thread_rec(char *p, uint32_t tid, uint64_t ts, int ext)
 	ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, ext);
 }
 
-/*
- * A thread's first event is preceded by its name, read once with prctl, so
- * that a reader can name threads that were gone before the recorder looked
- * at /proc. (A later rename is seen only by the recorder's /proc scans.)
- */
-static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal);
-
-static void emit_thread_name(struct ringtrace__rb *rb, uint32_t tid)
-{
-	char comm[17] = { 0 };
-	if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0)
-		return;
-	size_t n = strnlen(comm, 16);
-	struct ringtrace__wctx c;
-	c.rb = rb;
-	c.id = RINGTRACE__ID_THREAD_NAME;
-	if (!reserve(&c, (uint32_t)(4 + n + 1), 1))
-		return;
-	memcpy(c.payload, &tid, 4);
-	memcpy(c.payload + 4, comm, n + 1);
-	ringtrace__put_hdr(c.rec, c.id, c.ts, (int)c.ext);
-	/* Not a user event: neither counted as one nor, if dropped, lost. */
-	commit_any(&c, c.len, 0);
-}
-
-/* Whether this thread's `nest` is registered for grace periods (rcu.h);
- * separate from the tid, which is set only once an event is written. */
-static __thread int rcu_registered __attribute__((tls_model("initial-exec")));
-
-void rb_forget_registration(void)
-{
-	rcu_registered = 0;
-}
-
-int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
-			    uint32_t payload)
-{
-	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
-		return 0; /* not registered (yet): nothing could decode it */
-	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0)) {
-		/* Once per thread: make our `nest` visible to grace periods
-		 * (rcu.h), then look at the region again. The registration is
-		 * a full barrier: either the library's grace period sees this
-		 * thread, or this load sees the region already unpublished. */
-		if (!rcu_registered) {
-			if (rcu_register_thread() < 0)
-				return 0;
-			/* Once: a second slot would outlive the thread. */
-			rcu_registered = 1;
-		}
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE) != c->rb)
-			return 0;
-		/* Pids are below 2^22 (PID_MAX_LIMIT). */
-		uint32_t tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
-		ringtrace__tls.tid = tid;
-		emit_thread_name(c->rb, tid);
-	}
-	if (!((__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
-		int r = reserve(c, payload, 0);
-		if (r && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER))
-			c->ext |= RINGTRACE__CTX_TRIGGER;
-		return r;
-	}
-	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
-	 * captured before the reservation, so that the unwinding does not
-	 * hold a sub-buffer open. */
-	uint64_t ips[RINGTRACE__STACK_DEPTH];
-	uint32_t depth;
-	uint32_t id = rb_stack_capture(c->rb, ips, &depth);
-	uint32_t extra = 5 + 8 * depth;
-	if (payload > PAYLOAD_LIMIT - extra)
-		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
-	if (!reserve(c, payload + extra, 0))
-		return 0;
-	char *p = c->payload + payload;
-	memcpy(p, &id, 4);
-	p[4] = (char)depth;
-	memcpy(p + 5, ips, 8 * (size_t)depth);
-	if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_TRIGGER)
-		c->ext |= RINGTRACE__CTX_TRIGGER;
-	return 1;
-}
-
-static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int internal);
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal);
 
 /*
- * The slow path proper; `internal` records are not counted when dropped.
  * A dropped event leaves no rseq_cs pointer behind (see ringtrace-abi.h):
  * this object could be unloaded before the thread's next preemption.
  */
-static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
+int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int internal)
 {
-	int r = reserve_once(c, payload, internal);
+	int r = reserve_once(c, payload, writer, internal);
 #if RINGTRACE__RSEQ
 	if (!r && c->rb->use_rseq)
 		ringtrace__rseq_clear();
@@ -341,10 +235,9 @@ static int reserve(struct ringtrace__wctx *c, uint32_t payload, int internal)
 	return r;
 }
 
-static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, int internal)
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal)
 {
 	struct ringtrace__rb *rb = c->rb;
-	uint32_t tid = ringtrace__tls.tid;
 	int ext = 0;
 
 	for (;;) {

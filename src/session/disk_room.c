@@ -15,7 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 
 #define ROOM_NAME ".room"
 

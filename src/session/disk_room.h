@@ -20,7 +20,7 @@ struct disk_room {
 /*
  * Hold at least `bytes` in .room of the output directory `dfd` (hidden:
  * babeltrace2 and our readers skip dot files; created as every output file
- * is, common/outdir.h). Grows an existing hold; never shrinks it. 0, or a
+ * is, util/outdir.h). Grows an existing hold; never shrinks it. 0, or a
  * negative errno (the disk may be full already: the caller goes on).
  */
 int disk_room_hold(struct disk_room *room, int dfd, uint64_t bytes);

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "session/session_int.h"
 
 /*

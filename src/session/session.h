@@ -63,7 +63,7 @@ struct sess_stats {
 struct sess_opts {
 	size_t sz;                   /* sizeof(struct sess_opts): the struct may grow */
 	const char *outdir;          /* -o DIR, or NULL: ringtrace-PROGRAM-DATE-TIME */
-	unsigned outdir_flags;       /* OUTDIR_ALLOW_SHARED (--allow-shared-dir), common/outdir.h */
+	unsigned outdir_flags;       /* OUTDIR_ALLOW_SHARED (--allow-shared-dir), util/outdir.h */
 	uint64_t buf_size;           /* --buffer-size: per CPU */
 	int buf_size_set;
 	uint32_t nsb;                /* --subbuffers */

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "ctl/ctl_watch.h"
 #include "session/session_int.h"
 

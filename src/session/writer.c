@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "common/packet_layout.h"
 #include "ctf/metadata.h"
 #include "session/session_int.h"
@@ -51,7 +51,7 @@ int sess_dir_is_empty(const char *path)
 
 /*
  * Create (or take, if empty) the output directory and open it once: every
- * file of the trace is created relative to r->odfd (common/outdir.h).
+ * file of the trace is created relative to r->odfd (util/outdir.h).
  */
 int sess_make_outdir(struct sess *r)
 {

@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "stackmap/stack_files.h"
-#include "common/outdir.h"
+#include "util/outdir.h"
 
 #define STACKS_DIR   "stacks"
 #define FILE_BIN     "stackmap.bin"
@@ -471,7 +471,7 @@ static int put_maps(FILE *f, const void *arg)
 /*
  * dfd/name replaced by what put() writes, through a temporary file under a
  * random name in the same directory (rename is atomic only within a file
- * system; common/outdir.h says why the name must be unpredictable). On
+ * system; util/outdir.h says why the name must be unpredictable). On
  * disk before the name points at it: after a crash the name holds the old
  * file or the whole new one.
  */

@@ -50,7 +50,7 @@ struct stack_files {
 int stack_files_write(const char *trace_dir, const struct stackmap *map, const struct rt_map *maps,
 		      size_t nmaps);
 /* The same, into the trace directory open as dfd (the recorder's
- * descriptor: common/outdir.h). */
+ * descriptor: util/outdir.h). */
 int stack_files_write_at(int dfd, const struct stackmap *map, const struct rt_map *maps, size_t nmaps);
 
 /*

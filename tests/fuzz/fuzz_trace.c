@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "ctf/metadata.h"
 #include "read/format.h"
 #include "read/reader.h"

@@ -34,7 +34,7 @@
 
 #include "common/sig.h"
 #include "ctf/metadata.h"
-#include "ctf/packet.h"
+#include "support/packet.h"
 
 static const struct ctf_event_class fixed_classes[] = {
 	{ 1, "ringtrace", "thread", "u32 tid" },

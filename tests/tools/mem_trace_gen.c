@@ -72,7 +72,7 @@
 
 #include "common/sig.h"
 #include "ctf/metadata.h"
-#include "ctf/packet.h"
+#include "support/packet.h"
 #include "mem/mem_family.h"
 #include "stackmap/stack_files.h"
 #include "stackmap/stackmap.h"

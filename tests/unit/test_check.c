@@ -30,7 +30,7 @@
 
 #include "common/sig.h"
 #include "ctf/metadata.h"
-#include "ctf/packet.h"
+#include "support/packet.h"
 #include "read/check_trace.h"
 #include "read/tsdl.h"
 

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "ctf/metadata.h"
 
 static const struct ctf_event_class events[] = {

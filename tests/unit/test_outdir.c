@@ -1,5 +1,5 @@
 /*
- * test_outdir.c - output directories and files (common/outdir.h): a
+ * test_outdir.c - output directories and files (util/outdir.h): a
  * symlink given as the directory is refused, and so are one that others
  * may write without the sticky bit and (as root) one another uid owns,
  * unless OUTDIR_ALLOW_SHARED; OUTDIR_EMPTY and OUTDIR_NEW; a file is never
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 
 struct fixture {
 	char dir[64];

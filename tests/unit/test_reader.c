@@ -38,9 +38,9 @@
 #include <cmocka.h>
 
 #include "common/sig.h"
-#include "ctf/buf.h"
+#include "util/buf.h"
 #include "ctf/metadata.h"
-#include "ctf/packet.h"
+#include "support/packet.h"
 #include "read/format.h"
 #include "read/reader.h"
 

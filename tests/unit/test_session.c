@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "common/outdir.h"
+#include "util/outdir.h"
 #include "common/packet_layout.h"
 #include "ctl/ctl_watch.h"
 #include "session/session_int.h"

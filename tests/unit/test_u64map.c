@@ -1,5 +1,5 @@
 /*
- * test_u64map.c - the command's hash map (src/read/u64map.c) against a
+ * test_u64map.c - the command's hash map (src/util/u64map.c) against a
  * plain array model: random puts, gets and deletes over a small key range
  * (so that runs of colliding entries form and break up), key 0, keys that
  * share their home slot, growth, and the walk over the entries.
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)

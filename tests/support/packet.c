@@ -4,7 +4,7 @@
  * One encoder per packet buffer, single-threaded. Not tuned for speed:
  * ctf_gen writes a few hundred thousand events at most.
  */
-#include "ctf/packet.h"
+#include "support/packet.h"
 
 #include <errno.h>
 #include <string.h>

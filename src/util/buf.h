@@ -1,12 +1,12 @@
 /*
- * buf.h - a growable text buffer for the CTF writer and the reader's
- * formatting helpers.
+ * buf.h - a growable text buffer (tool side): the CTF metadata writer,
+ * the reader's formatting helpers, the reports.
  *
  * Errors are sticky: after an allocation failure every append is a no-op
  * and `err` holds -ENOMEM, so a caller checks once at the end.
  */
-#ifndef RINGTRACE_CTF_BUF_H
-#define RINGTRACE_CTF_BUF_H
+#ifndef RINGTRACE_UTIL_BUF_H
+#define RINGTRACE_UTIL_BUF_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,4 +52,4 @@ void ctf_buf_printf(struct ctf_buf *b, const char *fmt, ...)
 void ctf_buf_vprintf(struct ctf_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
-#endif /* RINGTRACE_CTF_BUF_H */
+#endif /* RINGTRACE_UTIL_BUF_H */

@@ -2,7 +2,7 @@
  * u64map.c - the command's hash map from 64-bit keys to 64-bit values
  * (see u64map.h).
  */
-#include "read/u64map.h"
+#include "util/u64map.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * is on a hot path. The checks are made on the descriptor (fstat), never
  * on a name that could change between the check and the use.
  */
-#include "common/outdir.h"
+#include "util/outdir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -19,8 +19,8 @@
  *
  * All writes are bounded by the buffer; an overflow sets a sticky -ENOSPC.
  */
-#ifndef RINGTRACE_CTF_PACKET_H
-#define RINGTRACE_CTF_PACKET_H
+#ifndef RINGTRACE_TESTS_PACKET_H
+#define RINGTRACE_TESTS_PACKET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -83,4 +83,4 @@ int ctf_needs_extended(uint32_t id, uint64_t prev_ts, uint64_t ts);
 int ctf_enc_event(struct ctf_enc *e, uint32_t id, uint64_t ts, int ext,
 		  const struct sig_field *f, size_t n, const struct sig_value *v);
 
-#endif /* RINGTRACE_CTF_PACKET_H */
+#endif /* RINGTRACE_TESTS_PACKET_H */

@@ -2,7 +2,7 @@
  * buf.c - growable text buffer (see buf.h). Used by the metadata generator
  * and the dump formatter, one buffer per caller, never shared.
  */
-#include "ctf/buf.h"
+#include "util/buf.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
  *
  * Not for the traced program: it allocates.
  */
-#ifndef RINGTRACE_READ_U64MAP_H
-#define RINGTRACE_READ_U64MAP_H
+#ifndef RINGTRACE_UTIL_U64MAP_H
+#define RINGTRACE_UTIL_U64MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

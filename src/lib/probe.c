@@ -1,0 +1,126 @@
+/*
+ * probe.c - the tracer's rules around the ring buffer's slow path, run
+ * inside the traced program: ringtrace__reserve_slow(), which the inline
+ * fast path (ringtrace-abi.h) calls whenever it cannot reserve by itself.
+ *
+ * Here a thread gets its identity once (registration for grace periods,
+ * its tid, which the buffer keeps as the writer tag of its records, and
+ * its name as a record of its own), an event declared with a stack gets
+ * its stack suffix, and a trigger event gets the bit that makes its commit
+ * evaluate the trigger. The buffer mechanics (room on the CPU, sub-buffers
+ * and their packets, commit) are src/ringbuf/rb_write.c, reached only
+ * through rb_reserve() and rb_commit(): the buffer never calls up here.
+ *
+ * Load: every event that misses the fast path (a sub-buffer switch, a
+ * thread's first event, every event with a stack or in a session without
+ * rseq). Never blocks, allocates or prints; the only system calls are
+ * gettid and prctl(PR_GET_NAME), once per thread. Called from any thread,
+ * signal handlers included.
+ */
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/probe.h"
+#include "lib/rcu.h"
+#include "lib/stack.h"
+#include "ringbuf/rb.h"
+
+/* The region probes write to, published by the registry (registry.c), and
+ * each thread's identity and nesting (ringtrace-abi.h): the ABI's state. */
+struct ringtrace__rb *ringtrace__rb_current;
+__thread struct ringtrace__tls ringtrace__tls __attribute__((tls_model("initial-exec")));
+
+/* Larger than any sub-buffer (ringtrace.h's RINGTRACE__PAYLOAD_MAX). */
+#define PAYLOAD_LIMIT 0x7fffffffu
+
+/* Whether this thread's `nest` is registered for grace periods (rcu.h);
+ * separate from the tid, which is set only once an event is written. */
+static __thread int rcu_registered __attribute__((tls_model("initial-exec")));
+
+void probe_forget_thread(void)
+{
+	rcu_registered = 0;
+}
+
+/*
+ * A thread's first event is preceded by its name, read once with prctl, so
+ * that a reader can name threads that were gone before the recorder looked
+ * at /proc. (A later rename is seen only by the recorder's /proc scans.)
+ */
+static void emit_thread_name(struct ringtrace__rb *rb, uint32_t tid)
+{
+	char comm[17] = { 0 };
+	if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0)
+		return;
+	size_t n = strnlen(comm, 16);
+	struct ringtrace__wctx c;
+	c.rb = rb;
+	c.id = RINGTRACE__ID_THREAD_NAME;
+	if (!rb_reserve(&c, (uint32_t)(4 + n + 1), tid, 1))
+		return;
+	memcpy(c.payload, &tid, 4);
+	memcpy(c.payload + 4, comm, n + 1);
+	ringtrace__put_hdr(c.rec, c.id, c.ts, (int)c.ext);
+	/* Not a user event: neither counted as one nor, if dropped, lost. */
+	rb_commit(&c, c.len, 0);
+}
+
+/* Once per thread: 1 when the thread may write to c->rb, 0 to drop. */
+static int thread_first_event(struct ringtrace__wctx *c)
+{
+	/* Make our `nest` visible to grace periods (rcu.h), then look at the
+	 * region again. The registration is a full barrier: either the
+	 * library's grace period sees this thread, or this load sees the
+	 * region already unpublished. */
+	if (!rcu_registered) {
+		if (rcu_register_thread() < 0)
+			return 0;
+		/* Once: a second slot would outlive the thread. */
+		rcu_registered = 1;
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE) != c->rb)
+		return 0;
+	/* Pids are below 2^22 (PID_MAX_LIMIT), the width of the writer tag. */
+	uint32_t tid = (uint32_t)syscall(SYS_gettid) & ((1u << 22) - 1);
+	ringtrace__tls.tid = tid;
+	emit_thread_name(c->rb, tid);
+	return 1;
+}
+
+int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+			    uint32_t payload)
+{
+	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
+		return 0; /* not registered (yet): nothing could decode it */
+	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0) && !thread_first_event(c))
+		return 0;
+	uint32_t tid = ringtrace__tls.tid;
+	uint32_t flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+	if (!((flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
+		int r = rb_reserve(c, payload, tid, 0);
+		if (r && (flags & RINGTRACE__EVF_TRIGGER))
+			c->ext |= RINGTRACE__CTX_TRIGGER;
+		return r;
+	}
+	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
+	 * captured before the reservation, so that the unwinding does not
+	 * hold a sub-buffer open. */
+	uint64_t ips[RINGTRACE__STACK_DEPTH];
+	uint32_t depth;
+	uint32_t id = rb_stack_capture(c->rb, ips, &depth);
+	uint32_t extra = 5 + 8 * depth;
+	if (payload > PAYLOAD_LIMIT - extra)
+		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
+	if (!rb_reserve(c, payload + extra, tid, 0))
+		return 0;
+	char *p = c->payload + payload;
+	memcpy(p, &id, 4);
+	p[4] = (char)depth;
+	memcpy(p + 5, ips, 8 * (size_t)depth);
+	if (flags & RINGTRACE__EVF_TRIGGER)
+		c->ext |= RINGTRACE__CTX_TRIGGER;
+	return 1;
+}
