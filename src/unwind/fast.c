@@ -85,16 +85,45 @@ struct ft_cent {
 };
 
 struct ft_counters {
-	uint64_t captures, fast, frames, hits, misses;
+	uint64_t captures, fast, frames, hits, misses, memo_frames;
 	uint64_t fb[FT_FB_N];
 	uint64_t verified, mismatches, verify_skipped;
+};
+
+/*
+ * The last full walk of a thread, position by position (skipped frames
+ * included): the state (ip, CFA, rbp) before stepping out of each frame,
+ * and the stack words each step read (the return address, and rbp when
+ * the frame saved it). A later walk that reaches the same state at the
+ * same CFA gets the same frames from there on if those words still hold
+ * the same values: one load and compare per word, and the loads do not
+ * depend on each other, where a walk's do.
+ */
+#define FT_MEMO_MAX (RT_UNWIND_MAX_DEPTH + RT_UNWIND_MAX_SKIP + 1)
+
+struct ft_memo {
+	uint32_t n;                  /* positions recorded: ip[0..n-1] */
+	uint32_t complete;           /* the walk ended by itself after ip[n-1] */
+	uint64_t gen;                /* generation of the tables used */
+	uintptr_t hi;                /* stack top the reads were checked against */
+	uintptr_t ip[FT_MEMO_MAX], sp[FT_MEMO_MAX], bp[FT_MEMO_MAX];
+	/* Step k (frame k to k+1): word at wa[k] was wv[k] (0: nothing read,
+	 * the last step of a complete walk that met CFI_END); saved rbp at
+	 * ba[k] (0: not saved) was bv[k]. */
+	uintptr_t wa[FT_MEMO_MAX], wv[FT_MEMO_MAX], ba[FT_MEMO_MAX], bv[FT_MEMO_MAX];
+};
+
+struct ft_mem {
+	struct ft_cent cache[FT_CACHE_N];
+	struct ft_memo memo[2];      /* the current one, and the next one being recorded */
 };
 
 struct ft_slot {
 	uint32_t tid;                /* 0: free; claimed by CAS */
 	uint32_t seq;                /* odd while a capture runs */
 	uint64_t gen;                /* generation of the cache's contents */
-	struct ft_cent *cache;       /* mmap'ed on first claim, kept for the slot */
+	struct ft_mem *mem;          /* mmap'ed on first claim, kept for the slot */
+	uint32_t cur;                /* memo[cur] is the last full walk */
 	struct ft_counters c;
 } __attribute__((aligned(64)));
 
@@ -169,14 +198,14 @@ static struct ft_slot *slot_get(void)
 						 __ATOMIC_RELAXED))
 			continue;
 		struct ft_slot *sl = &slots[i];
-		if (!sl->cache) {
-			void *m = mmap(NULL, FT_CACHE_N * sizeof(struct ft_cent), PROT_READ | PROT_WRITE,
+		if (!sl->mem) {
+			void *m = mmap(NULL, sizeof(struct ft_mem), PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (m == MAP_FAILED) {
 				__atomic_store_n(&sl->tid, 0, __ATOMIC_RELEASE);
 				return NULL;
 			}
-			sl->cache = m;
+			sl->mem = m;
 			/* Zero pages: empty for any generation. */
 			sl->gen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
 		}
@@ -198,7 +227,8 @@ static struct ft_slot *slot_get(void)
 		counters_retire(&sl->c);
 		sl->gen = 0;
 		my_slot = i + 1;
-		return sl->cache ? sl : NULL;
+		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
+		return sl->mem ? sl : NULL;
 	}
 	__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -447,6 +477,7 @@ int rt_unwind_get_stats(struct rt_unwind_stats *ret)
 	ret->frames = c.frames;
 	ret->cache_hits = c.hits;
 	ret->cache_misses = c.misses;
+	ret->memo_frames = c.memo_frames;
 	ret->fb_bad_cfi = c.fb[FT_FB_BAD_CFI];
 	ret->fb_no_fde = c.fb[FT_FB_NO_FDE];
 	ret->fb_no_object = c.fb[FT_FB_NO_OBJECT];
@@ -525,12 +556,13 @@ __attribute__((destructor)) static void ft_write_stats(void)
 	char buf[4096];
 	int len = snprintf(buf, sizeof(buf),
 			   "unwind pid=%d verify=%d captures=%llu fast=%llu frames=%llu cache_hits=%llu "
-			   "cache_misses=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
+			   "cache_misses=%llu memo_frames=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
 			   "fb_no_slot=%llu fb_not_ready=%llu verified=%llu mismatches=%llu "
 			   "verify_skipped=%llu objects=%llu rows=%llu bad_rows=%llu refreshes=%llu\n",
 			   (int)getpid(), ft_verify, (unsigned long long)st.captures,
 			   (unsigned long long)st.fast, (unsigned long long)st.frames,
 			   (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses,
+			   (unsigned long long)st.memo_frames,
 			   (unsigned long long)st.fb_bad_cfi, (unsigned long long)st.fb_no_fde,
 			   (unsigned long long)st.fb_no_object, (unsigned long long)st.fb_stack,
 			   (unsigned long long)st.fb_no_slot, (unsigned long long)st.fb_not_ready,
@@ -608,6 +640,21 @@ RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s,
 	return addr >= t->lo && addr < t->hi ? t : NULL;
 }
 
+/* Verify steps [from, to) of a memo: each word still holds what was read.
+ * Returns the first step that differs (to when none). */
+RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
+					  uintptr_t hi)
+{
+	for (uint32_t k = from; k < to; k++) {
+		uintptr_t a = m->wa[k], b = m->ba[k];
+		if (a && (a < lo || a > hi - 8 || *(const uintptr_t *)a != m->wv[k]))
+			return k;
+		if (b && (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bv[k]))
+			return k;
+	}
+	return to;
+}
+
 RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintptr_t bp,
 			   uintptr_t cur_sp, int *ret_cause)
 {
@@ -629,9 +676,9 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	int n = 0, cause = -1;
-	uint64_t hits = 0, misses = 0;
+	uint64_t hits = 0, misses = 0, memo_frames = 0;
 	const struct ft_snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
-	struct ft_cent *cache = sl->cache;
+	struct ft_cent *cache = sl->mem->cache;
 	int use_cache = 1;
 	uint64_t g = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
 	if (sl->gen != g) {
@@ -639,7 +686,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			use_cache = 0;
 		} else {
 			/* Whole entries: key 0 never matches (ips are >= 0x4000). */
-			memset(cache, 0, FT_CACHE_N * sizeof(*cache));
+			memset(cache, 0, sizeof(sl->mem->cache));
 			SIGFENCE();
 			sl->gen = g;
 		}
@@ -653,18 +700,97 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	uintptr_t lo = cur_sp, hi = r.hi;
 	uintptr_t sig, clo, chi;
 	rt_sigreturn_hint(&sig, &clo, &chi);
+	/* The memo: read the last full walk, record this one (a handler
+	 * interrupting a capture does neither: the outer one owns them). */
+	const struct ft_memo *old = NULL;
+	struct ft_memo *rec = NULL;
+	if (!nested && use_cache) {
+		old = &sl->mem->memo[sl->cur];
+		rec = &sl->mem->memo[sl->cur ^ 1];
+		if (old->n == 0 || old->gen != g || old->hi != hi)
+			old = NULL;
+	}
+	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
+	uint32_t pos = 0;            /* frames walked, skipped ones included */
+	int complete = 1;
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
-	for (;;) {
+	for (;; pos++) {
 		if (skip > 0) {
 			skip--;
 		} else {
 			ips[n++] = ip;
-			if (n >= max)
+			if (n >= max) {
+				if (rec && pos < FT_MEMO_MAX) {
+					rec->ip[pos] = ip;
+					rec->sp[pos] = sp;
+					rec->bp[pos] = bp;
+					rec->wa[pos] = rec->ba[pos] = 0;
+				}
+				complete = 0;
 				break;
+			}
+			if (old && prev) {
+				/* The same state as a frame of the last full walk?
+				 * Both walks' CFAs rise: one pass over it. */
+				while (mp < old->n && old->sp[mp] < sp)
+					mp++;
+				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip && old->bp[mp] == bp) {
+					uint32_t avail = old->n - 1 - mp, need = (uint32_t)(max - n), take, to;
+					if (need <= avail) {
+						take = need;
+						to = mp + need;
+					} else {
+						take = avail;
+						to = old->complete ? old->n : old->n - 1;
+					}
+					uint32_t ok = memo_check(old, mp, to, lo, hi);
+					if (ok == to && (need <= avail || old->complete)) {
+						for (uint32_t k = 0; k < take; k++)
+							ips[n + (int)k] = old->ip[mp + 1 + k];
+						n += (int)take;
+						memo_frames += take;
+						rec = NULL;  /* keep the memo this walk agreed with */
+						goto out;
+					}
+					/* Frames up to step ok stand; walk on from there. */
+					if (ok > mp) {
+						uint32_t k = ok - mp;
+						if (k > need)
+							k = need;
+						for (uint32_t j = 0; j < k; j++)
+							ips[n + (int)j] = old->ip[mp + 1 + j];
+						n += (int)k;
+						memo_frames += k;
+						mp += k;
+						ip = old->ip[mp];
+						sp = old->sp[mp];
+						bp = old->bp[mp];
+						if (n >= max) {
+							rec = NULL;
+							goto out;
+						}
+					}
+					old = NULL;
+					rec = NULL;
+				}
+			}
+		}
+		if (rec) {
+			if (pos >= FT_MEMO_MAX) {
+				rec = NULL;
+			} else {
+				rec->ip[pos] = ip;
+				rec->sp[pos] = sp;
+				rec->bp[pos] = bp;
+				rec->wa[pos] = 0;
+				rec->ba[pos] = 0;
+			}
 		}
 		if (__builtin_expect(ip == sig, 0) ||
 		    (__builtin_expect(!sig, 0) && ip - clo < chi - clo && rt_is_sigreturn(ip))) {
 			rt_sigreturn_hint(&sig, &clo, &chi);
+			rec = NULL;          /* another stack: not memoised */
+			old = NULL;
 			/* The handler's CFA is the kernel's ucontext. */
 			uintptr_t uc = sp;
 			size_t need = offsetof(ucontext_t, uc_mcontext.gregs) + NGREG * sizeof(greg_t);
@@ -718,10 +844,10 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			goto out;
 		}
 		uintptr_t cfa = (CFI_CFA_RBP(info) ? bp : sp) + CFI_CFA_OFF(info);
-		/* The frame lies above the last one and inside the stack
-		 * (sp >= lo, so cfa > sp keeps cfa - 8 >= lo). Strictly rising
-		 * CFAs end the walk on any stack. */
-		if (__builtin_expect(cfa <= sp || cfa > hi, 0)) {
+		/* The frame lies above the last one (its return address at
+		 * or above sp, so at or above lo) and inside the stack.
+		 * Strictly rising CFAs end the walk on any stack. */
+		if (__builtin_expect(cfa < sp + 8 || cfa > hi, 0)) {
 			cause = FT_FB_STACK;
 			goto out;
 		}
@@ -732,17 +858,34 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 				goto out;
 			}
 			bp = *(const uintptr_t *)a;
+			if (rec) {
+				rec->ba[pos] = a;
+				rec->bv[pos] = bp;
+			}
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
+		if (rec) {
+			rec->wa[pos] = cfa - 8;
+			rec->wv[pos] = ip;
+		}
 		sp = cfa;
 		prev = 1;
 		if (__builtin_expect(ip < 0x4000, 0))
 			goto out;            /* libunwind's end of the stack */
 	}
 out:
+	if (rec && cause < 0 && pos < FT_MEMO_MAX) {
+		/* A full walk: the memo of the next captures. */
+		rec->n = pos + 1;
+		rec->complete = (uint32_t)complete;
+		rec->gen = g;
+		rec->hi = hi;
+		sl->cur ^= 1;
+	}
 	CNT_ADD(cn->captures, 1);
 	CNT_ADD(cn->hits, hits);
 	CNT_ADD(cn->misses, misses);
+	CNT_ADD(cn->memo_frames, memo_frames);
 	if (cause < 0) {
 		CNT_ADD(cn->fast, 1);
 		CNT_ADD(cn->frames, (uint64_t)n);
