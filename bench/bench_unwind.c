@@ -329,6 +329,9 @@ int main(int argc, char **argv)
 	printf("result unwind_tables_cache_hit_pct %.2f hits=%llu misses=%llu\n",
 	       looked ? 100.0 * (double)st.cache_hits / (double)looked : 0.0,
 	       (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses);
+	printf("result unwind_tables_memo_pct %.2f memo_frames=%llu frames=%llu\n",
+	       st.frames ? 100.0 * (double)st.memo_frames / (double)st.frames : 0.0,
+	       (unsigned long long)st.memo_frames, (unsigned long long)st.frames);
 	printf("result unwind_tables_fast_pct %.2f captures=%llu fallbacks: bad_cfi=%llu no_fde=%llu "
 	       "no_object=%llu stack=%llu no_slot=%llu\n",
 	       st.captures ? 100.0 * (double)st.fast / (double)st.captures : 0.0,

@@ -715,17 +715,21 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	int complete = 1;
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
 	for (;; pos++) {
+		if (rec) {
+			if (pos >= FT_MEMO_MAX) {
+				rec = NULL;
+			} else {
+				rec->ip[pos] = ip;
+				rec->sp[pos] = sp;
+				rec->bp[pos] = bp;
+				rec->wa[pos] = rec->ba[pos] = 0;
+			}
+		}
 		if (skip > 0) {
 			skip--;
 		} else {
 			ips[n++] = ip;
 			if (n >= max) {
-				if (rec && pos < FT_MEMO_MAX) {
-					rec->ip[pos] = ip;
-					rec->sp[pos] = sp;
-					rec->bp[pos] = bp;
-					rec->wa[pos] = rec->ba[pos] = 0;
-				}
 				complete = 0;
 				break;
 			}
@@ -749,41 +753,69 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 							ips[n + (int)k] = old->ip[mp + 1 + k];
 						n += (int)take;
 						memo_frames += take;
-						rec = NULL;  /* keep the memo this walk agreed with */
-						goto out;
-					}
-					/* Frames up to step ok stand; walk on from there. */
-					if (ok > mp) {
-						uint32_t k = ok - mp;
-						if (k > need)
-							k = need;
-						for (uint32_t j = 0; j < k; j++)
-							ips[n + (int)j] = old->ip[mp + 1 + j];
-						n += (int)k;
-						memo_frames += k;
-						mp += k;
-						ip = old->ip[mp];
-						sp = old->sp[mp];
-						bp = old->bp[mp];
-						if (n >= max) {
+						if (!rec || pos < 4) {
+							/* Keep the memo this walk agreed with
+							 * from (almost) its start. */
 							rec = NULL;
 							goto out;
 						}
+						/* Walked far before agreeing: this walk,
+						 * ending with the memo's frames, becomes
+						 * the memo (one that ended early would
+						 * keep sending deeper stacks to the
+						 * tables). */
+						for (uint32_t j = 0; j < to - mp; j++) {
+							rec->wa[pos + j] = old->wa[mp + j];
+							rec->wv[pos + j] = old->wv[mp + j];
+							rec->ba[pos + j] = old->ba[mp + j];
+							rec->bv[pos + j] = old->bv[mp + j];
+						}
+						for (uint32_t j = 1; j <= take; j++) {
+							rec->ip[pos + j] = old->ip[mp + j];
+							rec->sp[pos + j] = old->sp[mp + j];
+							rec->bp[pos + j] = old->bp[mp + j];
+						}
+						if (to - mp == take) {
+							rec->wa[pos + take] = 0;
+							rec->ba[pos + take] = 0;
+						}
+						pos += take;
+						complete = need > avail;
+						goto out;
 					}
+					/* Frames up to step ok stand (the memo ran out or a
+					 * word changed): take them, into the new memo too,
+					 * and walk on from there. */
+					uint32_t k = ok - mp;
+					if (k > need)
+						k = need;
+					for (uint32_t j = 0; j < k; j++) {
+						ips[n + (int)j] = old->ip[mp + 1 + j];
+						if (rec) {
+							rec->wa[pos + j] = old->wa[mp + j];
+							rec->wv[pos + j] = old->wv[mp + j];
+							rec->ba[pos + j] = old->ba[mp + j];
+							rec->bv[pos + j] = old->bv[mp + j];
+							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+							rec->sp[pos + j + 1] = old->sp[mp + j + 1];
+							rec->bp[pos + j + 1] = old->bp[mp + j + 1];
+						}
+					}
+					n += (int)k;
+					memo_frames += k;
+					mp += k;
+					pos += k;
+					ip = old->ip[mp];
+					sp = old->sp[mp];
+					bp = old->bp[mp];
 					old = NULL;
-					rec = NULL;
+					if (rec)
+						rec->wa[pos] = rec->ba[pos] = 0;
+					if (n >= max) {
+						complete = 0;
+						break;
+					}
 				}
-			}
-		}
-		if (rec) {
-			if (pos >= FT_MEMO_MAX) {
-				rec = NULL;
-			} else {
-				rec->ip[pos] = ip;
-				rec->sp[pos] = sp;
-				rec->bp[pos] = bp;
-				rec->wa[pos] = 0;
-				rec->ba[pos] = 0;
 			}
 		}
 		if (__builtin_expect(ip == sig, 0) ||
