@@ -548,7 +548,9 @@ int cfi_table_build(const uint8_t *hdr, size_t hdr_len, uintptr_t seg_lo, uintpt
 
 	struct out o = { .lo = lo, .hi = hi };
 	do_all(&o, table, count, hdr, seg_lo, seg_hi);
-	size_t bytes = sizeof(struct cfi_table) + (size_t)(o.n ? o.n : 1) * sizeof(struct cfi_row);
+	uint32_t nblocks = (uint32_t)((hi - lo + (1u << CFI_BLOCK_SHIFT) - 1) >> CFI_BLOCK_SHIFT);
+	size_t rows_bytes = sizeof(struct cfi_table) + (size_t)(o.n ? o.n : 1) * sizeof(struct cfi_row);
+	size_t bytes = rows_bytes + ((size_t)nblocks + 2) * sizeof(uint32_t);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
@@ -572,6 +574,18 @@ int cfi_table_build(const uint8_t *hdr, size_t hdr_len, uintptr_t seg_lo, uintpt
 	t->map_size = bytes;
 	t->n = o.n;
 	t->bad_rows = o.bad;
+	/* The block index: block[b] is the last row at or before block b's
+	 * start (row 0 when none is: the lookup then finds no row). */
+	uint32_t *block = (uint32_t *)((char *)m + rows_bytes);
+	uint32_t row = 0;
+	for (uint32_t b = 0; b <= nblocks; b++) {
+		uint64_t start = (uint64_t)b << CFI_BLOCK_SHIFT;
+		while (row + 1 < t->n && t->rows[row + 1].off <= start)
+			row++;
+		block[b] = row;
+	}
+	t->block = block;
+	t->nblocks = nblocks;
 	/* Read-only from now on: a stray write elsewhere cannot bend it. */
 	mprotect(m, bytes, PROT_READ);
 	*ret = t;

@@ -45,11 +45,21 @@ struct cfi_row {
 
 /* One object's table, in its own anonymous mapping (rows follow). Immutable
  * once built. */
+/* Code bytes per entry of the block index. */
+#define CFI_BLOCK_SHIFT 8
+
 struct cfi_table {
 	uintptr_t lo, hi;            /* executable range covered */
 	size_t map_size;             /* bytes of the mapping, for munmap */
 	uint32_t n;                  /* rows */
 	uint32_t bad_rows;           /* rows of kind CFI_BAD (statistics) */
+	/* block[b]: the last row starting at or before lo + (b << SHIFT),
+	 * for b in [0, nblocks]: a lookup searches only the rows between two
+	 * neighbours (a few, in one or two cache lines) instead of the whole
+	 * table (cc1: 613 k rows, 20 dependent loads, most missing the
+	 * caches). After the rows, in the same mapping. */
+	const uint32_t *block;
+	uint32_t nblocks;
 	struct cfi_row rows[];
 };
 
@@ -71,8 +81,9 @@ static inline uint32_t cfi_table_find(const struct cfi_table *t, uintptr_t addr)
 	if (addr < t->lo || addr >= t->hi || t->n == 0)
 		return CFI_NONE;
 	uint32_t off = (uint32_t)(addr - t->lo);
-	uint32_t lo = 0, n = t->n;
-	/* The last row with rows[i].off <= off. */
+	uint32_t b = off >> CFI_BLOCK_SHIFT;
+	uint32_t lo = t->block[b], n = t->block[b + 1] - lo + 1;
+	/* The last row with rows[i].off <= off, in [lo, lo + n). */
 	while (n > 1) {
 		uint32_t half = n / 2;
 		if (t->rows[lo + half].off <= off)

@@ -130,6 +130,12 @@ struct ft_slot {
 static struct ft_slot slots[FT_SLOTS];
 /* The slot of this thread, plus one (0: none yet). */
 static __thread uint32_t my_slot __attribute__((tls_model("initial-exec")));
+/* Gives a thread's slot back when it exits (slot_release); usable only
+ * when its key is below 32: pthread_setspecific then writes into the
+ * thread descriptor and never allocates, so slot_get() may call it from a
+ * signal handler. Otherwise slots of exited threads are taken over. */
+static pthread_key_t slot_key;
+static int slot_key_ok;
 
 static struct ft_snap *snap;         /* release by the writer, acquire by captures */
 static uint64_t gen = 1;             /* bumped by the writer before the grace period */
@@ -210,6 +216,8 @@ static struct ft_slot *slot_get(void)
 			sl->gen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
 		}
 		my_slot = i + 1;
+		if (slot_key_ok)
+			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
 		return sl;
 	}
 	/* All taken: take over the slot of a thread that exited (its
@@ -227,11 +235,31 @@ static struct ft_slot *slot_get(void)
 		counters_retire(&sl->c);
 		sl->gen = 0;
 		my_slot = i + 1;
+		if (slot_key_ok)
+			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
 		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
 		return sl->mem ? sl : NULL;
 	}
 	__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
 	return NULL;
+}
+
+/* Thread exit (the key's destructor): the slot goes back, with its cache
+ * (rows are the same for every thread) and memo (checked word by word
+ * before use). A capture later in this thread's exit claims a new one. */
+static void slot_release(void *v)
+{
+	uint32_t i = (uint32_t)(uintptr_t)v;
+	if (i == 0 || i != my_slot || i > FT_SLOTS)
+		return;
+	struct ft_slot *sl = &slots[i - 1];
+	if (sl->seq & 1)
+		return;              /* cannot happen: not inside a capture */
+	my_slot = 0;
+	SIGFENCE();
+	counters_retire(&sl->c);
+	/* Pairs with the acquire CAS in slot_get(). */
+	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELEASE);
 }
 
 /* Free the slots of threads that exited (writer lock held). */
@@ -608,6 +636,7 @@ void ft_init(void)
 		stats_path = strdup(p);
 	have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	pthread_atfork(NULL, NULL, ft_atfork_child);
+	slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0 && slot_key < 32;
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&writer);
 	refresh_locked();

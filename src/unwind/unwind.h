@@ -35,18 +35,23 @@
  *                        signal handler and what is done about each; the
  *                        result of that is the error codes below.
  *
- * RT_UNWIND_DEFAULT is RT_UNWIND_LIBUNWIND, chosen by measurement
- * (bench/unwind.sh; figures and commands in docs/stack-capture.md). On
- * the project's 2-core VM, best of 15 runs: a 16-frame capture costs
- * 66 ns with the FP walk, 196 ns with libunwind's warm fast trace and
- * 3.9 us with glibc's backtrace(); 64 frames 250 ns, 660 ns and 15 us.
- * The FP walk is 3 times faster, but on a chain compiled without frame
- * pointers (Debian's default, so every library an unmodified program
- * uses) it got 0 of 16 frames right where libunwind got 16 of 16. A
- * tracer that records wrong stacks fast is of no use, and the price is
- * about 130 ns per event. Programs built with -fno-omit-frame-pointer
- * should ask for RT_UNWIND_FP; any caller falls back to it when the
- * libunwind method answers -ENOSYS, -EAGAIN or -EBUSY.
+ * and a third, the default:
+ *
+ *   RT_UNWIND_TABLES     compact unwind tables built from each object's
+ *                        .eh_frame, a per-thread cache of their rows and a
+ *                        memo of the thread's last walk (src/unwind/fast.c):
+ *                        libunwind's stacks (checked by a verification
+ *                        mode) at close to the FP walk's cost, libunwind
+ *                        for the captures the tables cannot answer.
+ *
+ * RT_UNWIND_DEFAULT is RT_UNWIND_TABLES, chosen by measurement
+ * (bench/unwind.sh; figures and commands in docs/stack-capture.md): at 16
+ * frames on the project's AMD VM it costs about 1.3-1.4 times the FP
+ * walk and a third of libunwind, and gets all 16 frames right on a chain
+ * built without frame pointers, where the FP walk gets none. Programs
+ * built with -fno-omit-frame-pointer may ask for RT_UNWIND_FP; any
+ * caller falls back to it when the other methods answer -ENOSYS, -EAGAIN
+ * or -EBUSY.
  */
 #ifndef RINGTRACE_UNWIND_H
 #define RINGTRACE_UNWIND_H
