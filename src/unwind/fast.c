@@ -706,6 +706,10 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	}
 	int n = 0, cause = -1;
 	uint64_t hits = 0, misses = 0, memo_frames = 0;
+	struct ft_memo *rec = NULL;  /* the memo this walk records, if any */
+	uint32_t pos = 0;            /* frames walked, skipped ones included */
+	int complete = 1;            /* the walk ended by itself (not at max) */
+	uintptr_t lo, hi;
 	const struct ft_snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
 	struct ft_cent *cache = sl->mem->cache;
 	int use_cache = 1;
@@ -726,13 +730,13 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	}
 	struct rt_region r;
 	rt_stack_region(cur_sp, 1, &r);
-	uintptr_t lo = cur_sp, hi = r.hi;
+	lo = cur_sp;
+	hi = r.hi;
 	uintptr_t sig, clo, chi;
 	rt_sigreturn_hint(&sig, &clo, &chi);
 	/* The memo: read the last full walk, record this one (a handler
 	 * interrupting a capture does neither: the outer one owns them). */
 	const struct ft_memo *old = NULL;
-	struct ft_memo *rec = NULL;
 	if (!nested && use_cache) {
 		old = &sl->mem->memo[sl->cur];
 		rec = &sl->mem->memo[sl->cur ^ 1];
@@ -740,8 +744,6 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			old = NULL;
 	}
 	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
-	uint32_t pos = 0;            /* frames walked, skipped ones included */
-	int complete = 1;
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
 	for (;; pos++) {
 		if (rec) {
