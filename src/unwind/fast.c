@@ -111,9 +111,23 @@ struct ft_memo {
 	 * the last step of a complete walk that met CFI_END); saved rbp at
 	 * ba[k] (0: not saved) was bv[k]. */
 	uintptr_t wa[FT_MEMO_MAX], wv[FT_MEMO_MAX], ba[FT_MEMO_MAX], bv[FT_MEMO_MAX];
+	/* Step k took its CFA from rbp; bpdep[k]: the frames after k depend
+	 * on rbp's value at k (a step from rbp before any step restored it).
+	 * Code without frame pointers uses rbp as a plain register, whose
+	 * value differs from call to call: the match ignores it where the
+	 * walk does not read it. */
+	uint8_t cfa_rbp[FT_MEMO_MAX], bpdep[FT_MEMO_MAX];
 };
 
+/* The second cache, indexed by the frame's stack address (sp / 16), not
+ * by a hash of its code address: the frames of successive captures sit
+ * at the same few kilobytes of stack, so its lines stay hot where the
+ * hashed cache's are scattered (and evicted by the program's work
+ * between two captures). Same entries, same key. */
+#define FT_SPC_N 1024
+
 struct ft_mem {
+	struct ft_cent spc[FT_SPC_N];
 	struct ft_cent cache[FT_CACHE_N];
 	struct ft_memo memo[2];      /* the current one, and the next one being recorded */
 };
@@ -711,7 +725,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	int complete = 1;            /* the walk ended by itself (not at max) */
 	uintptr_t lo, hi;
 	const struct ft_snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
-	struct ft_cent *cache = sl->mem->cache;
+	struct ft_cent *cache = sl->mem->cache, *spc = sl->mem->spc;
 	int use_cache = 1;
 	uint64_t g = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
 	if (sl->gen != g) {
@@ -720,6 +734,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 		} else {
 			/* Whole entries: key 0 never matches (ips are >= 0x4000). */
 			memset(cache, 0, sizeof(sl->mem->cache));
+			memset(spc, 0, sizeof(sl->mem->spc));
 			SIGFENCE();
 			sl->gen = g;
 		}
@@ -754,6 +769,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 				rec->sp[pos] = sp;
 				rec->bp[pos] = bp;
 				rec->wa[pos] = rec->ba[pos] = 0;
+				rec->cfa_rbp[pos] = 0;
 			}
 		}
 		if (skip > 0) {
@@ -769,7 +785,8 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 				 * Both walks' CFAs rise: one pass over it. */
 				while (mp < old->n && old->sp[mp] < sp)
 					mp++;
-				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip && old->bp[mp] == bp) {
+				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip &&
+				    (old->bp[mp] == bp || !old->bpdep[mp])) {
 					uint32_t avail = old->n - 1 - mp, need = (uint32_t)(max - n), take, to;
 					if (need <= avail) {
 						take = need;
@@ -795,20 +812,25 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 						 * the memo (one that ended early would
 						 * keep sending deeper stacks to the
 						 * tables). */
+						uintptr_t cbp = bp;  /* rbp as this walk has it */
 						for (uint32_t j = 0; j < to - mp; j++) {
 							rec->wa[pos + j] = old->wa[mp + j];
 							rec->wv[pos + j] = old->wv[mp + j];
 							rec->ba[pos + j] = old->ba[mp + j];
 							rec->bv[pos + j] = old->bv[mp + j];
-						}
-						for (uint32_t j = 1; j <= take; j++) {
-							rec->ip[pos + j] = old->ip[mp + j];
-							rec->sp[pos + j] = old->sp[mp + j];
-							rec->bp[pos + j] = old->bp[mp + j];
+							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
+							if (old->ba[mp + j])
+								cbp = old->bv[mp + j];
+							if (j < take) {
+								rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+								rec->sp[pos + j + 1] = old->sp[mp + j + 1];
+								rec->bp[pos + j + 1] = cbp;
+							}
 						}
 						if (to - mp == take) {
 							rec->wa[pos + take] = 0;
 							rec->ba[pos + take] = 0;
+							rec->cfa_rbp[pos + take] = 0;
 						}
 						pos += take;
 						complete = need > avail;
@@ -822,14 +844,17 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 						k = need;
 					for (uint32_t j = 0; j < k; j++) {
 						ips[n + (int)j] = old->ip[mp + 1 + j];
+						if (old->ba[mp + j])
+							bp = old->bv[mp + j];
 						if (rec) {
 							rec->wa[pos + j] = old->wa[mp + j];
 							rec->wv[pos + j] = old->wv[mp + j];
 							rec->ba[pos + j] = old->ba[mp + j];
 							rec->bv[pos + j] = old->bv[mp + j];
+							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
 							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
 							rec->sp[pos + j + 1] = old->sp[mp + j + 1];
-							rec->bp[pos + j + 1] = old->bp[mp + j + 1];
+							rec->bp[pos + j + 1] = bp;
 						}
 					}
 					n += (int)k;
@@ -838,10 +863,11 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 					pos += k;
 					ip = old->ip[mp];
 					sp = old->sp[mp];
-					bp = old->bp[mp];
 					old = NULL;
-					if (rec)
+					if (rec) {
 						rec->wa[pos] = rec->ba[pos] = 0;
+						rec->cfa_rbp[pos] = 0;
+					}
 					if (n >= max) {
 						complete = 0;
 						break;
@@ -879,10 +905,21 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 		}
 		uintptr_t key = ip - prev;
 		uint32_t info;
+		struct ft_cent *c = &spc[(sp >> 4) & (FT_SPC_N - 1)];
 		struct ft_cent *e = &cache[cache_index(key)];
-		if (__builtin_expect(use_cache && e->key == key, 1)) {
+		if (__builtin_expect(use_cache && c->key == key, 1)) {
+			info = c->info;
+			hits++;
+		} else if (__builtin_expect(use_cache && e->key == key, 1)) {
 			info = e->info;
 			hits++;
+			if (!nested) {
+				c->key = 0;
+				SIGFENCE();
+				c->info = info;
+				SIGFENCE();
+				c->key = key;
+			}
 		} else {
 			const struct cfi_table *t = snap_find(s, key);
 			if (!t) {
@@ -893,11 +930,11 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			info = cfi_table_find(t, key);
 			misses++;
 			if (use_cache && !nested) {
-				e->key = 0;
+				e->key = c->key = 0;
 				SIGFENCE();
-				e->info = info;
+				e->info = c->info = info;
 				SIGFENCE();
-				e->key = key;
+				e->key = c->key = key;
 			}
 		}
 		if (__builtin_expect(CFI_KIND(info) != CFI_STD, 0)) {
@@ -907,6 +944,8 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 			goto out;
 		}
 		uintptr_t cfa = (CFI_CFA_RBP(info) ? bp : sp) + CFI_CFA_OFF(info);
+		if (rec)
+			rec->cfa_rbp[pos] = (uint8_t)CFI_CFA_RBP(info);
 		/* The frame lies above the last one (its return address at
 		 * or above sp, so at or above lo) and inside the stack.
 		 * Strictly rising CFAs end the walk on any stack. */
@@ -941,6 +980,13 @@ out:
 		/* A full walk: the memo of the next captures. */
 		rec->n = pos + 1;
 		rec->complete = (uint32_t)complete;
+		/* Backwards: which frames' rest depends on rbp. A walk cut at
+		 * max may go on from its last frame: that one does. */
+		uint8_t dep = !complete;
+		for (uint32_t k = pos + 1; k-- > 0;) {
+			dep = rec->cfa_rbp[k] || (!rec->ba[k] && dep);
+			rec->bpdep[k] = dep;
+		}
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;

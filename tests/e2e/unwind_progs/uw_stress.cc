@@ -31,9 +31,18 @@ static std::atomic<int> stop{0};
 static std::atomic<pid_t> targets[4];
 
 // Allocates from the handler: the tracer captures a stack that crosses
-// the signal frame into whatever was interrupted.
+// the signal frame into the interrupted code. malloc is not
+// async-signal-safe: the handler allocates only when it interrupted
+// spin_deep(), which never allocates (one interrupting malloc would
+// deadlock in glibc's arena lock, tracer or not). The signals stay
+// unblocked: the tracer prepares a thread's libunwind (the verification's
+// reference) in a capture that finds the signal mask empty.
+static thread_local volatile sig_atomic_t in_spin;
+
 static void on_signal(int)
 {
+	if (!in_spin)
+		return;
 	void *p = malloc(40);
 	__asm__ volatile("" : : "r"(p) : "memory");
 	free(p);
@@ -46,6 +55,23 @@ __attribute__((noinline)) static int thrower(int depth, std::vector<std::string>
 	if (depth == 0)
 		throw std::runtime_error("depth reached with a message long enough to allocate");
 	int r = thrower(depth - 1, keep);
+	__asm__ volatile("" : "+r"(r) : : "memory");
+	return r + 1;
+}
+
+__attribute__((noinline)) static long spin_deep(int depth, long iters)
+{
+	long r = 0;
+	if (depth > 0) {
+		r = spin_deep(depth - 1, iters);
+	} else {
+		in_spin = 1;
+		for (long i = 0; i < iters; i++) {
+			r += i ^ (r >> 3);
+			__asm__ volatile("" : "+r"(r));
+		}
+		in_spin = 0;
+	}
 	__asm__ volatile("" : "+r"(r) : : "memory");
 	return r + 1;
 }
@@ -85,6 +111,7 @@ static void worker(int slot, int rounds, std::atomic<long> *caught)
 {
 	targets[slot].store((pid_t)syscall(SYS_gettid));
 	long c = exceptions(rounds);
+	spin_deep(5 + slot, 200000);
 	for (int i = 0; i < rounds * 20; i++) {
 		std::string s(16 + i % 200, 'y');
 		std::vector<int> v(i % 50 + 1);
@@ -129,6 +156,7 @@ int main(int argc, char **argv)
 		std::thread a(worker, 1, 20, &caught), b(worker, 2, 20, &caught);
 		dl += with_library(lib);
 		caught += exceptions(10);
+		spin_deep(8, 200000);
 		a.join();
 		b.join();
 	}
