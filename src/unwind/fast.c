@@ -33,12 +33,16 @@
  * capture on the same thread runs inside the outer capture's odd
  * sequence and leaves it alone.
  *
- * The per-thread cache maps a lookup address (return address - 1, or the
- * interrupted ip after a signal frame) to its row: one load and compare
- * per frame when warm. Entries are written key-last with compiler fences,
- * so a handler that interrupts the write sees a miss; a nested capture
- * never writes. A generation number, bumped by every snapshot that drops
- * an object, empties the caches.
+ * Per thread (in its slot): two caches that map a lookup address (return
+ * address - 1, or the interrupted ip after a signal frame) to its row,
+ * one indexed by the frame's stack address (hot: the same few kilobytes
+ * of stack every capture), one by a hash of the address; and a memo of
+ * the last full walk (struct ft_memo): a capture that reaches one of its
+ * states takes the frames after it once the stack words they were read
+ * from still hold the same values. Cache entries are written key-last
+ * with compiler fences, so a handler that interrupts the write sees a
+ * miss; a nested capture writes neither caches nor memo. A generation
+ * number, bumped by every snapshot that drops an object, empties them.
  */
 #include <errno.h>
 #include <fcntl.h>
