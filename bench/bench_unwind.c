@@ -76,8 +76,8 @@ __attribute__((noinline)) int bench_chain_nofp(int depth, bench_bottom_fn fn, vo
 #define MAX_RUNS 32
 #define CHAIN_EXTRA 6                /* levels beyond the captured frames */
 
-enum { M_FP, M_LU, M_BT, NMETHODS };
-static const char *const mname[NMETHODS] = { "fp", "libunwind", "backtrace" };
+enum { M_FP, M_LU, M_BT, M_TB, NMETHODS };
+static const char *const mname[NMETHODS] = { "fp", "libunwind", "backtrace", "tables" };
 
 static uint64_t now_ns(void)
 {
@@ -108,6 +108,8 @@ static inline __attribute__((always_inline)) int capture(int m, uintptr_t *ips, 
 		return rt_unwind(ips, depth, 0, RT_UNWIND_FP);
 	case M_LU:
 		return rt_unwind(ips, depth, 0, RT_UNWIND_LIBUNWIND);
+	case M_TB:
+		return rt_unwind(ips, depth, 0, RT_UNWIND_TABLES);
 	default:
 		return backtrace((void **)ips, depth);
 	}
@@ -266,7 +268,7 @@ int main(int argc, char **argv)
 				if (m == M_LU && r != 0)
 					continue;
 				/* Slow methods get fewer iterations: same time. */
-				uint64_t n = m == M_FP ? iters : iters / 10;
+				uint64_t n = m == M_FP || m == M_TB ? iters : iters / 10;
 				struct loop l = { .method = m, .depth = depths[d], .iters = run < 0 ? n / 10 + 1 : n };
 				fp_chain(depths[d] + CHAIN_EXTRA, loop_bottom, &l);
 				if (l.got != depths[d])
@@ -281,15 +283,15 @@ int main(int argc, char **argv)
 				continue;
 			char label[64];
 			snprintf(label, sizeof(label), "unwind_%s_%d", mname[m], depths[d]);
-			uint64_t n = m == M_FP ? iters : iters / 10;
+			uint64_t n = m == M_FP || m == M_TB ? iters : iters / 10;
 			report(label, res[d][m], runs, n);
 			med[d][m] = median(res[d][m], runs);
 		}
 	}
 
 	/* Cold captures. */
-	for (int m = 0; m < 2; m++) {
-		if (m == M_LU && r != 0)
+	for (int m = 0; m < NMETHODS; m++) {
+		if ((m == M_LU && r != 0) || m == M_BT)
 			continue;
 		double v[1000];
 		for (int t = 0; t < threads; t++) {
@@ -313,12 +315,31 @@ int main(int argc, char **argv)
 			printf("result unwind_%s_nofp_correct_16 %d\n", mname[m], c.right[m]);
 
 	for (int d = 0; d < 2; d++) {
+		printf("result ratio_tables_fp_%d %.2f\n", depths[d], med[d][M_TB] / med[d][M_FP]);
 		if (r == 0) {
+			printf("result ratio_libunwind_tables_%d %.2f\n", depths[d], med[d][M_LU] / med[d][M_TB]);
 			printf("result ratio_libunwind_fp_%d %.2f\n", depths[d], med[d][M_LU] / med[d][M_FP]);
 			printf("result ratio_backtrace_libunwind_%d %.2f\n", depths[d], med[d][M_BT] / med[d][M_LU]);
 		}
 		printf("result ratio_backtrace_fp_%d %.2f\n", depths[d], med[d][M_BT] / med[d][M_FP]);
 	}
+	struct rt_unwind_stats st;
+	rt_unwind_get_stats(&st);
+	uint64_t looked = st.cache_hits + st.cache_misses;
+	printf("result unwind_tables_cache_hit_pct %.2f hits=%llu misses=%llu\n",
+	       looked ? 100.0 * (double)st.cache_hits / (double)looked : 0.0,
+	       (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses);
+	printf("result unwind_tables_memo_pct %.2f memo_frames=%llu frames=%llu\n",
+	       st.frames ? 100.0 * (double)st.memo_frames / (double)st.frames : 0.0,
+	       (unsigned long long)st.memo_frames, (unsigned long long)st.frames);
+	printf("result unwind_tables_fast_pct %.2f captures=%llu fallbacks: bad_cfi=%llu no_fde=%llu "
+	       "no_object=%llu stack=%llu no_slot=%llu\n",
+	       st.captures ? 100.0 * (double)st.fast / (double)st.captures : 0.0,
+	       (unsigned long long)st.captures, (unsigned long long)st.fb_bad_cfi,
+	       (unsigned long long)st.fb_no_fde, (unsigned long long)st.fb_no_object,
+	       (unsigned long long)st.fb_stack, (unsigned long long)st.fb_no_slot);
+	printf("info unwind_tables objects=%llu rows=%llu bad_rows=%llu\n", (unsigned long long)st.objects,
+	       (unsigned long long)st.rows, (unsigned long long)st.bad_rows);
 	return 0;
 }
 

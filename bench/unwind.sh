@@ -24,7 +24,8 @@ FLAGS="-O2 -g -std=gnu11 -D_GNU_SOURCE -I$ROOT/include -I$ROOT/src -fno-optimize
 if ! "$CC" $FLAGS -fomit-frame-pointer -DBENCH_NOFP_CHAIN -c -o "$OUT/bench_unwind_nofp.o" \
 		"$ROOT/bench/bench_unwind.c" ||
 	! "$CC" $FLAGS -fno-omit-frame-pointer -o "$OUT/bench_unwind" "$ROOT/bench/bench_unwind.c" \
-		"$ROOT/src/unwind/unwind.c" "$OUT/bench_unwind_nofp.o" -ldl -lpthread; then
+		"$ROOT/src/unwind/unwind.c" "$ROOT/src/unwind/fast.c" "$ROOT/src/unwind/cfi.c" \
+		"$OUT/bench_unwind_nofp.o" -ldl -lpthread; then
 	echo "bench: cannot build bench_unwind" >&2
 	exit 1
 fi

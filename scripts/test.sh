@@ -140,6 +140,9 @@ fi
 if [ -x tests/e2e/stackmap_cli.sh ]; then
 	suite "stackmap command (gcc build)" tests/e2e/stackmap_cli.sh build
 fi
+if [ -x tests/e2e/unwind_verify.sh ]; then
+	suite "unwind tables verified against libunwind (gcc build)" tests/e2e/unwind_verify.sh build
+fi
 if [ -x tests/e2e/mem.sh ]; then
 	suite "allocation tracer (gcc build)" tests/e2e/mem.sh build
 fi
@@ -238,6 +241,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 		# library from the plain build (a sanitizer runtime must load first).
 		[ -x tests/e2e/mem.sh ] && suite "allocation tracer (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem.sh build-asan
+		[ -x tests/e2e/unwind_verify.sh ] && suite "unwind tables verified (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 UW_PROGS_BUILD=build tests/e2e/unwind_verify.sh build-asan
 		[ -x tests/e2e/mem_agg.sh ] && suite "allocation counters (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
 		[ -x tests/e2e/mem_losses.sh ] && suite "allocation report under lost events (asan command)" \

@@ -83,11 +83,25 @@ int stack_capturing(void)
 	return __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE) != 0;
 }
 
+/*
+ * The method: the unwind tables (exact, libunwind as their fallback) by
+ * default. RINGTRACE_UNWIND=libunwind or =fp chooses another, for
+ * comparisons (bench/mem.sh runs both in the same round).
+ */
 void stack_unwind_prepare(void)
 {
 	if (__atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE))
 		return;
-	int m = rt_unwind_init() == 0 ? RT_UNWIND_LIBUNWIND : RT_UNWIND_FP;
+	const char *want = getenv("RINGTRACE_UNWIND");
+	int m = RT_UNWIND_DEFAULT;
+	if (want && !strcmp(want, "libunwind"))
+		m = RT_UNWIND_LIBUNWIND;
+	else if (want && !strcmp(want, "fp"))
+		m = RT_UNWIND_FP;
+	/* Without libunwind the tables still work (rb_stack_capture then
+	 * falls back to the FP walk where they cannot answer). */
+	if (rt_unwind_init() != 0 && m == RT_UNWIND_LIBUNWIND)
+		m = RT_UNWIND_FP;
 	/* Pairs with the acquire load in rb_stack_capture(). */
 	__atomic_store_n(&unwind_method, m, __ATOMIC_RELEASE);
 }
@@ -145,6 +159,24 @@ static void thread_prepare(void)
 		thread_ready = 1;
 }
 
+/*
+ * A capture met code in an object loaded since the tables were built (or
+ * the per-thread slots ran out): list the objects again, from a capture
+ * in normal context only (the same signal-mask test as above: a handler
+ * runs with its signal blocked), at most once per 256 such captures of a
+ * thread (an address in no object at all, JIT code, keeps asking).
+ */
+static __thread uint32_t refresh_tries __attribute__((tls_model("initial-exec")));
+
+static void refresh_tables(void)
+{
+	if (refresh_tries++ & 255)
+		return;
+	uint64_t mask = ~UINT64_C(0);
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof(mask)) == 0 && mask == 0)
+		(void)rt_unwind_refresh();
+}
+
 __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
 						     uint32_t *ret_depth)
 {
@@ -158,8 +190,10 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		method = RT_UNWIND_FP;
 	/* libunwind may allocate (its per-thread caches): the tracer's. */
 	ringtrace__tls.busy++;
-	if (!thread_ready && method == RT_UNWIND_LIBUNWIND)
+	if (!thread_ready && method != RT_UNWIND_FP)
 		thread_prepare();
+	else if (__builtin_expect(rt_unwind_want_refresh(), 0) && method == RT_UNWIND_TABLES)
+		refresh_tables();
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
 	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, method);
 	if (n < 0 && method != RT_UNWIND_FP)
@@ -220,6 +254,9 @@ void ringtrace__maps_changed(void)
 	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
 	if (rb)
 		stack_log_maps(rb, 0);
+	/* Tables of objects loaded or unloaded since the last list. */
+	if (stack_capturing())
+		(void)rt_unwind_refresh();
 	RINGTRACE__BARRIER();
 	ringtrace__nest_add((uint32_t)-1);
 	ringtrace__tls.busy--;

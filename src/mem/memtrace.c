@@ -750,9 +750,15 @@ EXPORT int dlclose(void *handle)
 	int (*f)(void *) = (int (*)(void *))cxx_sym(&cache, "dlclose");
 	if (!f)
 		return -1;
-	if (!in_hook && (agg() || ringtrace_tracepoint_enabled(mem, alloc)))
+	int tracing = !in_hook && (agg() || ringtrace_tracepoint_enabled(mem, alloc));
+	if (tracing)
 		ringtrace__maps_changed();
-	return f(handle);
+	int r = f(handle);
+	/* Again once unloaded: the stack capture's unwind tables of the
+	 * object are dropped before anything can be loaded at its place. */
+	if (tracing)
+		ringtrace__maps_changed();
+	return r;
 }
 
 __attribute__((destructor)) static void memtrace_fini(void)

@@ -105,11 +105,12 @@
 #include <libunwind.h>
 
 #include "unwind/unwind.h"
+#include "unwind/unwind_int.h"
 
-/* The object files of the walk need no instrumentation: it reads other
- * frames' saved registers, which ASan may see as another frame's redzone
- * when a frame pointer is stale. Every read is bounds-checked here. */
-#define RT_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+/* RT_NO_SANITIZE (unwind_int.h): the walks need no instrumentation: they
+ * read other frames' saved registers, which ASan may see as another
+ * frame's redzone when a frame pointer is stale. Every read is
+ * bounds-checked here. */
 
 #define RT_STR_(x) #x
 #define RT_STR(x)  RT_STR_(x)
@@ -119,9 +120,7 @@
 
 /* ---- per-thread state (initial-exec: no __tls_get_addr in a handler) ---- */
 
-struct region {
-	uintptr_t lo, hi;
-};
+#define region rt_region
 
 struct unwind_tls {
 	struct region reg[2];        /* cached stack ranges */
@@ -311,6 +310,11 @@ RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region 
 	return 0;
 }
 
+int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret)
+{
+	return stack_region(sp, current, ret);
+}
+
 /* ---- the frame-pointer walk ----------------------------------------------- */
 
 #if defined(__x86_64__)
@@ -337,6 +341,24 @@ RT_NO_SANITIZE static int is_sigreturn(uintptr_t ra, uintptr_t known, uintptr_t 
 	return 1;
 }
 #endif
+
+RT_NO_SANITIZE int rt_is_sigreturn(uintptr_t ra)
+{
+#if defined(__x86_64__)
+	return is_sigreturn(ra, __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED), libc_text_lo,
+			    libc_text_hi);
+#else
+	(void)ra;
+	return 0;
+#endif
+}
+
+void rt_sigreturn_hint(uintptr_t *ret_sig, uintptr_t *ret_lo, uintptr_t *ret_hi)
+{
+	*ret_sig = __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED);
+	*ret_lo = libc_text_lo;
+	*ret_hi = libc_text_hi;
+}
 
 RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restrict ips, int max,
 				 int skip)
@@ -403,50 +425,70 @@ RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restric
 
 /* ---- capture ---------------------------------------------------------------- */
 
-/* noinline: its frame is the one the walk starts from, and ips[0] must be
+/*
+ * libunwind's capture. Inlined into rt_unwind(): buf[0] is then the
+ * return address into rt_unwind(), dropped with the skipped ones.
+ */
+static inline __attribute__((always_inline)) int lu_capture(uintptr_t *ips, int max, int skip)
+{
+	struct unwind_tls *t = &rt_tls;
+	if (!__atomic_load_n(&lu.ready, __ATOMIC_ACQUIRE))
+		return -ENOSYS;
+	if (!lu.static_tls && !t->lu_ready)
+		return -EAGAIN;
+	if (t->busy)
+		return -EBUSY;
+	void *buf[RT_UNWIND_MAX_DEPTH + RT_UNWIND_MAX_SKIP + 1];
+	t->busy = 1;
+	SIGFENCE();
+	int got = lu.backtrace(buf, max + skip + 1);
+	SIGFENCE();
+	t->busy = 0;
+	int n = got - (skip + 1);
+	if (n < 0)
+		n = 0;
+	for (int i = 0; i < n; i++)
+		ips[i] = (uintptr_t)buf[skip + 1 + i];
+	return n;
+}
+
+/* noinline: its frame is the one the walks start from, and ips[0] must be
  * the return address into its caller. */
 __attribute__((noinline)) int rt_unwind(uintptr_t *ips, int max, int skip, int method)
 {
 	if (max < 0 || max > RT_UNWIND_MAX_DEPTH || skip < 0 || skip > RT_UNWIND_MAX_SKIP ||
 	    (!ips && max > 0))
 		return -EINVAL;
-	if (method != RT_UNWIND_FP && method != RT_UNWIND_LIBUNWIND)
+	if (method != RT_UNWIND_FP && method != RT_UNWIND_LIBUNWIND && method != RT_UNWIND_TABLES)
 		return -EINVAL;
 	if (max == 0)
 		return 0;
 	int saved_errno = errno;
 	int n;
-	if (method == RT_UNWIND_FP) {
-		uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-		uintptr_t sp;
+	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t sp;
 #if defined(__x86_64__)
-		__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 #else
-		sp = (uintptr_t)&sp;
+	sp = (uintptr_t)&sp;
 #endif
+	if (method == RT_UNWIND_FP) {
 		n = fp_walk(fp, sp, ips, max, skip);
-	} else {
-		struct unwind_tls *t = &rt_tls;
-		if (!__atomic_load_n(&lu.ready, __ATOMIC_ACQUIRE)) {
-			n = -ENOSYS;
-		} else if (!lu.static_tls && !t->lu_ready) {
-			n = -EAGAIN;
-		} else if (t->busy) {
-			n = -EBUSY;
-		} else {
-			void *buf[RT_UNWIND_MAX_DEPTH + RT_UNWIND_MAX_SKIP + 1];
-			t->busy = 1;
-			SIGFENCE();
-			/* buf[0] is the return address into this function. */
-			int got = lu.backtrace(buf, max + skip + 1);
-			SIGFENCE();
-			t->busy = 0;
-			n = got - (skip + 1);
-			if (n < 0)
-				n = 0;
-			for (int i = 0; i < n; i++)
-				ips[i] = (uintptr_t)buf[skip + 1 + i];
+	} else if (method == RT_UNWIND_TABLES) {
+		/* This function keeps its frame pointer (unwind.o is built
+		 * with them): its frame gives the caller's ip, CFA and rbp. */
+		const uintptr_t *f = (const uintptr_t *)fp;
+		int cause;
+		n = ft_walk(ips, max, skip, f[1], fp + 16, f[0], sp, &cause);
+		if (n >= 0 && ft_verify) {
+			uintptr_t ref[RT_UNWIND_MAX_DEPTH];
+			int m = lu_capture(ref, max, skip);
+			ft_verify_result(ips, n, ref, m);
 		}
+		if (n < 0)
+			n = lu_capture(ips, max, skip);
+	} else {
+		n = lu_capture(ips, max, skip);
 	}
 	errno = saved_errno;
 	return n;
@@ -699,6 +741,9 @@ int rt_unwind_init(void)
 		struct region r;
 		stack_region((uintptr_t)__builtin_frame_address(0), 1, &r);
 		init_result = lu_load();
+		/* The tables work without libunwind (their fallback then
+		 * answers -ENOSYS, and the caller walks frame pointers). */
+		ft_init();
 		init_done = 1;
 		errno = saved_errno;
 	}

@@ -35,18 +35,23 @@
  *                        signal handler and what is done about each; the
  *                        result of that is the error codes below.
  *
- * RT_UNWIND_DEFAULT is RT_UNWIND_LIBUNWIND, chosen by measurement
- * (bench/unwind.sh; figures and commands in docs/stack-capture.md). On
- * the project's 2-core VM, best of 15 runs: a 16-frame capture costs
- * 66 ns with the FP walk, 196 ns with libunwind's warm fast trace and
- * 3.9 us with glibc's backtrace(); 64 frames 250 ns, 660 ns and 15 us.
- * The FP walk is 3 times faster, but on a chain compiled without frame
- * pointers (Debian's default, so every library an unmodified program
- * uses) it got 0 of 16 frames right where libunwind got 16 of 16. A
- * tracer that records wrong stacks fast is of no use, and the price is
- * about 130 ns per event. Programs built with -fno-omit-frame-pointer
- * should ask for RT_UNWIND_FP; any caller falls back to it when the
- * libunwind method answers -ENOSYS, -EAGAIN or -EBUSY.
+ * and a third, the default:
+ *
+ *   RT_UNWIND_TABLES     compact unwind tables built from each object's
+ *                        .eh_frame, a per-thread cache of their rows and a
+ *                        memo of the thread's last walk (src/unwind/fast.c):
+ *                        libunwind's stacks (checked by a verification
+ *                        mode) at close to the FP walk's cost, libunwind
+ *                        for the captures the tables cannot answer.
+ *
+ * RT_UNWIND_DEFAULT is RT_UNWIND_TABLES, chosen by measurement
+ * (bench/unwind.sh; figures and commands in docs/stack-capture.md): at 16
+ * frames on the project's AMD VM it costs about 1.3-1.4 times the FP
+ * walk and a third of libunwind, and gets all 16 frames right on a chain
+ * built without frame pointers, where the FP walk gets none. Programs
+ * built with -fno-omit-frame-pointer may ask for RT_UNWIND_FP; any
+ * caller falls back to it when the other methods answer -ENOSYS, -EAGAIN
+ * or -EBUSY.
  */
 #ifndef RINGTRACE_UNWIND_H
 #define RINGTRACE_UNWIND_H
@@ -58,7 +63,8 @@
 
 #define RT_UNWIND_FP        1
 #define RT_UNWIND_LIBUNWIND 2
-#define RT_UNWIND_DEFAULT   RT_UNWIND_LIBUNWIND
+#define RT_UNWIND_TABLES    3
+#define RT_UNWIND_DEFAULT   RT_UNWIND_TABLES
 
 /*
  * One-time set-up; call it from a library constructor or any place that is
@@ -102,6 +108,58 @@ int rt_unwind_thread_init(void);
  * Async-signal-safe, never blocks, never calls malloc, preserves errno.
  */
 int rt_unwind(uintptr_t *ips, int max, int skip, int method);
+
+/*
+ * RT_UNWIND_TABLES (src/unwind/fast.c): compact unwind tables built from
+ * each loaded object's .eh_frame when the objects are listed (init, and
+ * rt_unwind_refresh()), a per-thread cache of the rows of the addresses
+ * seen, and libunwind for every capture the tables cannot answer (a rule
+ * they do not express, an address in no listed object, a CFA outside the
+ * stack, no per-thread slot): the same result as RT_UNWIND_LIBUNWIND at a
+ * fraction of its cost. Its error codes are libunwind's.
+ *
+ * RINGTRACE_UNWIND_VERIFY=1 (read by rt_unwind_init) makes every capture
+ * the tables answered run libunwind too and count the mismatches;
+ * RINGTRACE_UNWIND_STATS=FILE appends the counters below to FILE at exit.
+ */
+
+/*
+ * List the loaded objects again and build the tables of new ones; unmap
+ * those of objects unloaded (after a grace period: no capture still reads
+ * them). Normal context only (takes the loader's lock, may wait for
+ * captures of other threads to finish); cheap when nothing was loaded or
+ * unloaded. Returns 0, -ENOSYS before init, -EBUSY when another refresh
+ * runs or the caller is inside a capture.
+ */
+int rt_unwind_refresh(void);
+
+/* 1 when a capture met an address in no listed object (or found no free
+ * per-thread slot) since the last refresh: a caller in normal context
+ * should call rt_unwind_refresh(). Async-signal-safe. */
+int rt_unwind_want_refresh(void);
+
+struct rt_unwind_stats {
+	uint64_t captures;           /* table walks started */
+	uint64_t fast;               /* ... answered by the tables */
+	uint64_t frames;             /* frames of those */
+	uint64_t cache_hits;         /* rows found in the per-thread cache */
+	uint64_t cache_misses;       /* rows looked up in an object's table */
+	uint64_t memo_frames;        /* frames taken from the thread's last walk */
+	uint64_t fb_bad_cfi;         /* fallbacks to libunwind, by cause */
+	uint64_t fb_no_fde;
+	uint64_t fb_no_object;
+	uint64_t fb_stack;
+	uint64_t fb_no_slot;
+	uint64_t fb_not_ready;
+	uint64_t verified;           /* verification: same as libunwind */
+	uint64_t mismatches;         /* verification: different */
+	uint64_t verify_skipped;     /* verification: libunwind unusable there */
+	uint64_t objects;            /* objects with a table now */
+	uint64_t rows;               /* their rows */
+	uint64_t bad_rows;           /* rows that send a frame to libunwind */
+	uint64_t refreshes;
+};
+int rt_unwind_get_stats(struct rt_unwind_stats *ret);
 
 /* What rt_unwind_init() found, for tests, benchmarks and `ringtrace`'s
  * diagnostics. */

@@ -110,6 +110,9 @@ __attribute__((noinline)) static int run_chain(struct chain *c)
 static int setup(void **state)
 {
 	(void)state;
+	/* Every capture the tables answer is checked against libunwind
+	 * (counted in rt_unwind_get_stats(); the tests require 0 mismatches). */
+	setenv("RINGTRACE_UNWIND_VERIFY", "1", 1);
 	int r = rt_unwind_init();
 	/* The library needs libunwind.so.8 (libunwind8, a dependency of
 	 * libunwind-dev) for half of these tests. */
@@ -158,6 +161,17 @@ static void test_chain_libunwind(void **state)
 	chain_method(RT_UNWIND_LIBUNWIND);
 }
 
+static void test_chain_tables(void **state)
+{
+	(void)state;
+	chain_method(RT_UNWIND_TABLES);
+	struct rt_unwind_stats st;
+	assert_int_equal(rt_unwind_get_stats(&st), 0);
+	/* Answered by the tables, not by their libunwind fallback. */
+	assert_true(st.fast >= 2);
+	assert_true(st.objects > 0 && st.rows > 0);
+}
+
 static void depth_and_skip(int method)
 {
 	static const int maxes[] = { 1, 2, 5, 16, 22, 64 };
@@ -200,12 +214,18 @@ static void test_depth_skip_libunwind(void **state)
 	depth_and_skip(RT_UNWIND_LIBUNWIND);
 }
 
+static void test_depth_skip_tables(void **state)
+{
+	(void)state;
+	depth_and_skip(RT_UNWIND_TABLES);
+}
+
 static void test_args(void **state)
 {
 	(void)state;
 	uintptr_t ips[RT_UNWIND_MAX_DEPTH + 1];
-	int methods[] = { RT_UNWIND_FP, RT_UNWIND_LIBUNWIND };
-	for (size_t i = 0; i < 2; i++) {
+	int methods[] = { RT_UNWIND_FP, RT_UNWIND_LIBUNWIND, RT_UNWIND_TABLES };
+	for (size_t i = 0; i < 3; i++) {
 		int m = methods[i];
 		assert_int_equal(rt_unwind(ips, RT_UNWIND_MAX_DEPTH + 1, 0, m), -EINVAL);
 		assert_int_equal(rt_unwind(ips, -1, 0, m), -EINVAL);
@@ -216,8 +236,8 @@ static void test_args(void **state)
 		assert_int_equal(rt_unwind(ips, 0, 0, m), 0);
 	}
 	assert_int_equal(rt_unwind(ips, 4, 0, 0), -EINVAL);
-	assert_int_equal(rt_unwind(ips, 4, 0, 3), -EINVAL);
-	assert_true(RT_UNWIND_DEFAULT == RT_UNWIND_FP || RT_UNWIND_DEFAULT == RT_UNWIND_LIBUNWIND);
+	assert_int_equal(rt_unwind(ips, 4, 0, 4), -EINVAL);
+	assert_int_equal(RT_UNWIND_DEFAULT, RT_UNWIND_TABLES);
 	/* errno is preserved. */
 	errno = 1234;
 	assert_true(rt_unwind(ips, 8, 0, RT_UNWIND_FP) > 0);
@@ -312,7 +332,7 @@ static void signal_method(int method)
 	for (int k2 = 0; k2 <= NCHAIN; k2++)
 		assert_true(sig_ips[j + k2] == c.ra[NCHAIN - k2]);
 	/* The frame before the interrupted one is the sigreturn trampoline. */
-	if (method == RT_UNWIND_FP) {
+	if (method != RT_UNWIND_LIBUNWIND) {
 		struct rt_unwind_info info;
 		rt_unwind_get_info(&info);
 		assert_true(info.sigreturn != 0);
@@ -332,6 +352,44 @@ static void test_signal_libunwind(void **state)
 	signal_method(RT_UNWIND_LIBUNWIND);
 }
 
+static void test_signal_tables(void **state)
+{
+	(void)state;
+	struct rt_unwind_stats a, b;
+	rt_unwind_get_stats(&a);
+	signal_method(RT_UNWIND_TABLES);
+	rt_unwind_get_stats(&b);
+	/* The tables crossed the signal frame themselves. */
+	assert_true(b.fast > a.fast);
+	assert_int_equal(b.mismatches, 0);
+}
+
+/* The table of an object dlopen'ed after init is built by a refresh and
+ * unmapped by the refresh after its dlclose. */
+static void test_refresh(void **state)
+{
+	(void)state;
+	char self[PATH_MAX], plugin[PATH_MAX + 32];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(len > 0);
+	self[len] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(plugin, sizeof(plugin), "%s/sym/libfx_plugin.so", self);
+	struct rt_unwind_stats a, b, c;
+	assert_int_equal(rt_unwind_refresh(), 0);
+	rt_unwind_get_stats(&a);
+	void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	assert_int_equal(rt_unwind_refresh(), 0);
+	rt_unwind_get_stats(&b);
+	assert_int_equal(b.objects, a.objects + 1);
+	dlclose(h);
+	assert_int_equal(rt_unwind_refresh(), 0);
+	rt_unwind_get_stats(&c);
+	assert_int_equal(c.objects, a.objects);
+	assert_true(c.refreshes > a.refreshes);
+}
+
 /* ---- the storm ---------------------------------------------------------------- */
 
 #define STORM_TARGETS 8
@@ -339,7 +397,7 @@ static void test_signal_libunwind(void **state)
 static struct {
 	volatile int stop;
 	pid_t tids[STORM_TARGETS];       /* 0: free slot */
-	unsigned long calls, ok_fp, ok_lu, eagain, ebusy, other, frames_fp, frames_lu;
+	unsigned long calls, ok_fp, ok_lu, ok_tb, eagain, ebusy, other, frames_fp, frames_lu, frames_tb;
 	char plugin[PATH_MAX];
 } storm;
 
@@ -348,11 +406,15 @@ static void storm_handler(int sig)
 	(void)sig;
 	uintptr_t ips[RT_UNWIND_MAX_DEPTH];
 	unsigned long k = __atomic_fetch_add(&storm.calls, 1, __ATOMIC_RELAXED);
-	int method = (k & 1) ? RT_UNWIND_FP : RT_UNWIND_LIBUNWIND;
+	static const int methods[3] = { RT_UNWIND_FP, RT_UNWIND_LIBUNWIND, RT_UNWIND_TABLES };
+	int method = methods[k % 3];
 	int n = rt_unwind(ips, RT_UNWIND_MAX_DEPTH, 0, method);
 	if (n > 0 && method == RT_UNWIND_FP) {
 		__atomic_fetch_add(&storm.ok_fp, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&storm.frames_fp, (unsigned long)n, __ATOMIC_RELAXED);
+	} else if (n > 0 && method == RT_UNWIND_TABLES) {
+		__atomic_fetch_add(&storm.ok_tb, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&storm.frames_tb, (unsigned long)n, __ATOMIC_RELAXED);
 	} else if (n > 0) {
 		__atomic_fetch_add(&storm.ok_lu, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&storm.frames_lu, (unsigned long)n, __ATOMIC_RELAXED);
@@ -529,15 +591,30 @@ static void test_storm(void **state)
 
 	struct rt_unwind_info info;
 	rt_unwind_get_info(&info);
+	struct rt_unwind_stats st;
+	rt_unwind_get_stats(&st);
 	fprintf(stderr,
 		"storm: %lu rounds, %lu captures: fp ok %lu (%.1f frames), libunwind ok %lu "
-		"(%.1f frames), -EAGAIN %lu, -EBUSY %lu, other %lu (libunwind TLS %s)\n",
+		"(%.1f frames), tables ok %lu (%.1f frames), -EAGAIN %lu, -EBUSY %lu, other %lu "
+		"(libunwind TLS %s)\n",
 		rounds, storm.calls, storm.ok_fp, storm.ok_fp ? (double)storm.frames_fp / storm.ok_fp : 0,
-		storm.ok_lu, storm.ok_lu ? (double)storm.frames_lu / storm.ok_lu : 0, storm.eagain,
-		storm.ebusy, storm.other, info.static_tls ? "static" : "dynamic");
+		storm.ok_lu, storm.ok_lu ? (double)storm.frames_lu / storm.ok_lu : 0, storm.ok_tb,
+		storm.ok_tb ? (double)storm.frames_tb / storm.ok_tb : 0, storm.eagain, storm.ebusy,
+		storm.other, info.static_tls ? "static" : "dynamic");
+	fprintf(stderr,
+		"storm: tables %llu walks, %llu answered, %llu verified, %llu mismatches, %llu skipped; "
+		"fallbacks: bad cfi %llu, no fde %llu, no object %llu, stack %llu, no slot %llu\n",
+		(unsigned long long)st.captures, (unsigned long long)st.fast,
+		(unsigned long long)st.verified, (unsigned long long)st.mismatches,
+		(unsigned long long)st.verify_skipped, (unsigned long long)st.fb_bad_cfi,
+		(unsigned long long)st.fb_no_fde, (unsigned long long)st.fb_no_object,
+		(unsigned long long)st.fb_stack, (unsigned long long)st.fb_no_slot);
 	assert_true(rounds > 0);
 	assert_true(storm.ok_fp > 100);
 	assert_true(storm.ok_lu > 100);
+	assert_true(storm.ok_tb > 100);
+	assert_true(st.verified > 100);
+	assert_int_equal(st.mismatches, 0);
 	assert_int_equal(storm.other, 0);
 	/* Unprepared threads with dynamic TLS are the only -EAGAIN. */
 	if (info.static_tls)
@@ -736,12 +813,16 @@ int main(void)
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_chain_fp),
 		cmocka_unit_test(test_chain_libunwind),
+		cmocka_unit_test(test_chain_tables),
 		cmocka_unit_test(test_depth_skip_fp),
 		cmocka_unit_test(test_depth_skip_libunwind),
+		cmocka_unit_test(test_depth_skip_tables),
 		cmocka_unit_test(test_forged_chain),
 		cmocka_unit_test(test_thread_init),
 		cmocka_unit_test(test_signal_fp),
 		cmocka_unit_test(test_signal_libunwind),
+		cmocka_unit_test(test_signal_tables),
+		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_loader_lock),
 		cmocka_unit_test(test_storm),
 	};

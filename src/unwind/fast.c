@@ -1,0 +1,1024 @@
+/*
+ * fast.c - the table walk (RT_UNWIND_TABLES): exact stacks through code
+ * built without frame pointers at a few loads per frame, from compact
+ * unwind tables precomputed per loaded object (cfi.c) and a per-thread
+ * cache of the rows of the return addresses seen. libunwind does what
+ * the tables cannot (fallbacks counted by cause) and, in verification
+ * mode, checks every capture. docs/stack-capture.md has the design and
+ * the figures.
+ *
+ * Who runs what:
+ *  - ft_walk(): any thread, any context (malloc hooks, signal handlers
+ *    that interrupted anything, a handler interrupting a capture). No
+ *    lock, no malloc; mmap once per slot for its cache. Every stack read
+ *    is checked against the stack range of the thread (unwind.c).
+ *  - rt_unwind_refresh(): normal context only (init, after dlclose, or a
+ *    capture that found an address in no listed object, outside signal
+ *    handlers): lists the loaded objects with dl_iterate_phdr and builds
+ *    the tables of new ones inside the callback (the loader's lock keeps
+ *    each object mapped while its .eh_frame is read; cfi.c uses mmap, not
+ *    malloc), publishes a new sorted snapshot, waits for a grace period,
+ *    then unmaps the tables of objects gone (dlclose).
+ *
+ * Grace periods. Each thread owns a slot (a fixed array: the writer must
+ * be able to read every reader's state, which another thread's TLS does
+ * not allow once that thread exits). A capture makes its slot's sequence
+ * odd before it loads the snapshot pointer and even when done. The
+ * writer publishes the new snapshot, runs membarrier(PRIVATE_EXPEDITED)
+ * (a full barrier on every running thread of the process, the partner of
+ * the readers' compiler-only fences: a reader either made its odd
+ * sequence visible before the barrier or loads the new pointer after
+ * it), then waits for every odd sequence it saw to change. Without
+ * membarrier the readers pay a full fence. A handler that interrupts a
+ * capture on the same thread runs inside the outer capture's odd
+ * sequence and leaves it alone.
+ *
+ * Per thread (in its slot): two caches that map a lookup address (return
+ * address - 1, or the interrupted ip after a signal frame) to its row,
+ * one indexed by the frame's stack address (hot: the same few kilobytes
+ * of stack every capture), one by a hash of the address; and a memo of
+ * the last full walk (struct ft_memo): a capture that reaches one of its
+ * states takes the frames after it once the stack words they were read
+ * from still hold the same values. Cache entries are written key-last
+ * with compiler fences, so a handler that interrupts the write sees a
+ * miss; a nested capture writes neither caches nor memo. A generation
+ * number, bumped by every snapshot that drops an object, empties them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+
+#include "unwind/cfi.h"
+#include "unwind/unwind.h"
+#include "unwind/unwind_int.h"
+
+#define FT_MAX_OBJS   4096           /* objects in a snapshot */
+#define FT_SLOTS      256            /* threads capturing at once */
+#define FT_CACHE_BITS 11             /* 2048 entries, 32 KiB per slot */
+#define FT_CACHE_N    (1u << FT_CACHE_BITS)
+#define FT_MISMATCH_KEPT 4
+
+#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+/* Plain load-add-store: the counter's only writer is its slot's thread
+ * (a nested handler may lose one increment; these are statistics). */
+#define CNT_ADD(x, v) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
+
+struct ft_snap {
+	size_t map_size;
+	uint32_t n;
+	struct cfi_table *obj[];     /* sorted by lo, not overlapping */
+};
+
+struct ft_cent {
+	uintptr_t key;
+	uint32_t info;
+	uint32_t pad;
+};
+
+struct ft_counters {
+	uint64_t captures, fast, frames, hits, misses, memo_frames;
+	uint64_t fb[FT_FB_N];
+	uint64_t verified, mismatches, verify_skipped;
+};
+
+/*
+ * The last full walk of a thread, position by position (skipped frames
+ * included): the state (ip, CFA, rbp) before stepping out of each frame,
+ * and the stack words each step read (the return address, and rbp when
+ * the frame saved it). A later walk that reaches the same state at the
+ * same CFA gets the same frames from there on if those words still hold
+ * the same values: one load and compare per word, and the loads do not
+ * depend on each other, where a walk's do.
+ */
+#define FT_MEMO_MAX (RT_UNWIND_MAX_DEPTH + RT_UNWIND_MAX_SKIP + 1)
+
+struct ft_memo {
+	uint32_t n;                  /* positions recorded: ip[0..n-1] */
+	uint32_t complete;           /* the walk ended by itself after ip[n-1] */
+	uint64_t gen;                /* generation of the tables used */
+	uintptr_t hi;                /* stack top the reads were checked against */
+	uintptr_t ip[FT_MEMO_MAX], sp[FT_MEMO_MAX], bp[FT_MEMO_MAX];
+	/* Step k (frame k to k+1): word at wa[k] was wv[k] (0: nothing read,
+	 * the last step of a complete walk that met CFI_END); saved rbp at
+	 * ba[k] (0: not saved) was bv[k]. */
+	uintptr_t wa[FT_MEMO_MAX], wv[FT_MEMO_MAX], ba[FT_MEMO_MAX], bv[FT_MEMO_MAX];
+	/* Step k took its CFA from rbp; bpdep[k]: the frames after k depend
+	 * on rbp's value at k (a step from rbp before any step restored it).
+	 * Code without frame pointers uses rbp as a plain register, whose
+	 * value differs from call to call: the match ignores it where the
+	 * walk does not read it. */
+	uint8_t cfa_rbp[FT_MEMO_MAX], bpdep[FT_MEMO_MAX];
+};
+
+/* The second cache, indexed by the frame's stack address (sp / 16), not
+ * by a hash of its code address: the frames of successive captures sit
+ * at the same few kilobytes of stack, so its lines stay hot where the
+ * hashed cache's are scattered (and evicted by the program's work
+ * between two captures). Same entries, same key. */
+#define FT_SPC_N 1024
+
+struct ft_mem {
+	struct ft_cent spc[FT_SPC_N];
+	struct ft_cent cache[FT_CACHE_N];
+	struct ft_memo memo[2];      /* the current one, and the next one being recorded */
+};
+
+struct ft_slot {
+	uint32_t tid;                /* 0: free; claimed by CAS */
+	uint32_t seq;                /* odd while a capture runs */
+	uint64_t gen;                /* generation of the cache's contents */
+	struct ft_mem *mem;          /* mmap'ed on first claim, kept for the slot */
+	uint32_t cur;                /* memo[cur] is the last full walk */
+	struct ft_counters c;
+} __attribute__((aligned(64)));
+
+static struct ft_slot slots[FT_SLOTS];
+/* The slot of this thread, plus one (0: none yet). */
+static __thread uint32_t my_slot __attribute__((tls_model("initial-exec")));
+/* Gives a thread's slot back when it exits (slot_release); usable only
+ * when its key is below 32: pthread_setspecific then writes into the
+ * thread descriptor and never allocates, so slot_get() may call it from a
+ * signal handler. Otherwise slots of exited threads are taken over. */
+static pthread_key_t slot_key;
+static int slot_key_ok;
+
+static struct ft_snap *snap;         /* release by the writer, acquire by captures */
+static uint64_t gen = 1;             /* bumped by the writer before the grace period */
+static int have_membarrier;
+static int ready;
+int ft_verify;
+static const char *stats_path;
+
+/* Counters of slots reclaimed and of captures without a slot. */
+static struct ft_counters retired;
+static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t refreshes, objects_now, rows_now, bad_rows_now;
+static unsigned long long seen_adds, seen_subs;
+static uint32_t want_refresh;        /* set by captures, read by rt_unwind_want_refresh */
+
+static struct {
+	uint32_t n;
+	uintptr_t fast[FT_MISMATCH_KEPT][8], ref[FT_MISMATCH_KEPT][8];
+	int fn[FT_MISMATCH_KEPT], rn[FT_MISMATCH_KEPT];
+} mism;
+
+static pid_t ft_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static void counters_add(struct ft_counters *to, const struct ft_counters *from)
+{
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+	for (size_t i = 0; i < sizeof(*from) / sizeof(uint64_t); i++)
+		t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+static int tid_dead(uint32_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), (pid_t)tid, 0) < 0 && errno == ESRCH;
+}
+
+/* Fold a slot's counters into the shared ones (atomics: a handler in
+ * another thread may take over a slot at the same time) and zero them. */
+static void counters_retire(struct ft_counters *c)
+{
+	uint64_t *f = (uint64_t *)c, *t = (uint64_t *)&retired;
+	for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++) {
+		__atomic_fetch_add(&t[i], __atomic_load_n(&f[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+		__atomic_store_n(&f[i], 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* Claim a free slot for this thread (CAS: any context). */
+static struct ft_slot *slot_get(void)
+{
+	uint32_t s = my_slot;
+	if (__builtin_expect(s != 0, 1))
+		return &slots[s - 1];
+	uint32_t tid = (uint32_t)ft_gettid();
+	for (uint32_t i = 0; i < FT_SLOTS; i++) {
+		uint32_t zero = 0;
+		if (__atomic_load_n(&slots[i].tid, __ATOMIC_RELAXED) != 0)
+			continue;
+		/* Pairs with the release store of 0 in slots_reclaim(). */
+		if (!__atomic_compare_exchange_n(&slots[i].tid, &zero, tid, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		struct ft_slot *sl = &slots[i];
+		if (!sl->mem) {
+			void *m = mmap(NULL, sizeof(struct ft_mem), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED) {
+				__atomic_store_n(&sl->tid, 0, __ATOMIC_RELEASE);
+				return NULL;
+			}
+			sl->mem = m;
+			/* Zero pages: empty for any generation. */
+			sl->gen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
+		}
+		my_slot = i + 1;
+		if (slot_key_ok)
+			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
+		return sl;
+	}
+	/* All taken: take over the slot of a thread that exited (its
+	 * sequence is even: it died outside a capture). A few per try, from
+	 * a rotating start: each check is a system call. */
+	static uint32_t next_check;
+	for (int k = 0; k < 16; k++) {
+		uint32_t i = __atomic_fetch_add(&next_check, 1, __ATOMIC_RELAXED) % FT_SLOTS;
+		struct ft_slot *sl = &slots[i];
+		uint32_t old = __atomic_load_n(&sl->tid, __ATOMIC_ACQUIRE);
+		if (old == 0 || old == tid || !tid_dead(old) || (sl->seq & 1))
+			continue;
+		if (!__atomic_compare_exchange_n(&sl->tid, &old, tid, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		counters_retire(&sl->c);
+		sl->gen = 0;
+		my_slot = i + 1;
+		if (slot_key_ok)
+			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
+		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
+		return sl->mem ? sl : NULL;
+	}
+	__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Thread exit (the key's destructor): the slot goes back, with its cache
+ * (rows are the same for every thread) and memo (checked word by word
+ * before use). A capture later in this thread's exit claims a new one. */
+static void slot_release(void *v)
+{
+	uint32_t i = (uint32_t)(uintptr_t)v;
+	if (i == 0 || i != my_slot || i > FT_SLOTS)
+		return;
+	struct ft_slot *sl = &slots[i - 1];
+	if (sl->seq & 1)
+		return;              /* cannot happen: not inside a capture */
+	my_slot = 0;
+	SIGFENCE();
+	counters_retire(&sl->c);
+	/* Pairs with the acquire CAS in slot_get(). */
+	__atomic_store_n(&sl->tid, 0, __ATOMIC_RELEASE);
+}
+
+/* Free the slots of threads that exited (writer lock held). */
+static void slots_reclaim(void)
+{
+	for (uint32_t i = 0; i < FT_SLOTS; i++) {
+		uint32_t tid = __atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE);
+		if (tid == 0 || tid == UINT32_MAX || !tid_dead(tid))
+			continue;
+		/* Held by no one while its counters are folded: a thread
+		 * taking over dead slots skips this marker (no such tid). */
+		if (!__atomic_compare_exchange_n(&slots[i].tid, &tid, UINT32_MAX, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		counters_retire(&slots[i].c);
+		slots[i].seq = 0;
+		slots[i].gen = 0;
+		/* Pairs with the acquire CAS in slot_get(). */
+		__atomic_store_n(&slots[i].tid, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* The child of a fork runs in the forking thread's slot, under its new
+ * tid; the other threads' slots are reclaimed by the next refresh. */
+static void ft_atfork_child(void)
+{
+	pthread_mutex_init(&writer, NULL);
+	if (my_slot)
+		__atomic_store_n(&slots[my_slot - 1].tid, (uint32_t)ft_gettid(), __ATOMIC_RELAXED);
+}
+
+/* ---- grace period ----------------------------------------------------------- */
+
+static void synchronize(void)
+{
+	if (have_membarrier)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	uint32_t self = my_slot;
+	for (uint32_t i = 0; i < FT_SLOTS; i++) {
+		uint32_t tid = __atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE);
+		if (tid == 0 || i + 1 == self)
+			continue;
+		uint32_t s = __atomic_load_n(&slots[i].seq, __ATOMIC_ACQUIRE);
+		if (!(s & 1))
+			continue;
+		/* A capture takes microseconds; its thread may be preempted,
+		 * or have died in it (fork's child sees the parent's other
+		 * threads' slots as they were). */
+		for (unsigned spins = 1; __atomic_load_n(&slots[i].seq, __ATOMIC_ACQUIRE) == s; spins++) {
+			sched_yield();
+			if ((spins & 1023) == 0 && tid_dead(tid))
+				break;
+		}
+	}
+}
+
+/* ---- the object list -------------------------------------------------------- */
+
+struct scan {
+	struct cfi_table **obj;      /* new list */
+	uint32_t n, max;
+	struct ft_snap *old;         /* tables to reuse */
+	uint8_t *kept;               /* per old object: still loaded */
+	int reuse;                   /* no object was removed: old tables can be kept */
+	unsigned long long adds, subs;
+};
+
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *s = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		s->adds = info->dlpi_adds;
+		s->subs = info->dlpi_subs;
+	}
+	const uint8_t *hdr = NULL;
+	size_t hdr_len = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_GNU_EH_FRAME) {
+			hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+			hdr_len = ph->p_memsz;
+		} else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		}
+	}
+	if (s->max == 0)
+		return 1;            /* a probe for the counters only */
+	if (!hdr || lo >= hi || s->n >= s->max)
+		return 0;
+	/* The loaded segment that holds the header bounds every read. */
+	uintptr_t seg_lo = 0, seg_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (uintptr_t)hdr >= a && (uintptr_t)hdr < a + ph->p_filesz) {
+			seg_lo = a;
+			seg_hi = a + ph->p_filesz;
+		}
+	}
+	if (!seg_hi)
+		return 0;
+	if (s->reuse && s->old) {
+		for (uint32_t i = 0; i < s->old->n; i++) {
+			if (s->old->obj[i]->lo == lo && s->old->obj[i]->hi == hi) {
+				s->kept[i] = 1;
+				s->obj[s->n++] = s->old->obj[i];
+				return 0;
+			}
+		}
+	}
+	struct cfi_table *t;
+	if (cfi_table_build(hdr, hdr_len, seg_lo, seg_hi, lo, hi, &t) == 0)
+		s->obj[s->n++] = t;
+	return 0;
+}
+
+static void *map_anon(size_t bytes)
+{
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Writer lock held. */
+static int refresh_locked(void)
+{
+	if (my_slot && (slots[my_slot - 1].seq & 1))
+		return -EBUSY;       /* inside a capture of this very thread */
+	struct ft_snap *old = __atomic_load_n(&snap, __ATOMIC_RELAXED);
+	struct scan s = { 0 };
+	s.max = FT_MAX_OBJS;
+	size_t bytes = (offsetof(struct ft_snap, obj) + FT_MAX_OBJS * sizeof(void *) + 4095) & ~(size_t)4095;
+	struct ft_snap *ns = map_anon(bytes);
+	uint8_t *kept = map_anon(FT_MAX_OBJS);
+	if (!ns || !kept) {
+		if (ns)
+			munmap(ns, bytes);
+		return -ENOMEM;
+	}
+	ns->map_size = bytes;
+	s.obj = ns->obj;
+	s.old = old;
+	s.kept = kept;
+	/* Tables are reused only when no object was unloaded since the last
+	 * list: otherwise a new object at an old one's addresses could take
+	 * its table. */
+	s.reuse = old != NULL;
+	if (old) {
+		struct scan probe = { 0 };
+		probe.max = 0;
+		dl_iterate_phdr(scan_cb, &probe);
+		if (probe.subs != seen_subs)
+			s.reuse = 0;
+		else if (probe.adds == seen_adds) {
+			munmap(ns, bytes);
+			munmap(kept, FT_MAX_OBJS);
+			slots_reclaim();
+			return 0;    /* nothing loaded or unloaded */
+		}
+	}
+	dl_iterate_phdr(scan_cb, &s);
+	ns->n = s.n;
+	/* Sort by address (insertion: a few hundred objects, mostly in
+	 * order already). */
+	uint64_t rows = 0, bad = 0;
+	for (uint32_t i = 1; i < ns->n; i++) {
+		struct cfi_table *t = ns->obj[i];
+		uint32_t j = i;
+		while (j > 0 && ns->obj[j - 1]->lo > t->lo) {
+			ns->obj[j] = ns->obj[j - 1];
+			j--;
+		}
+		ns->obj[j] = t;
+	}
+	for (uint32_t i = 0; i < ns->n; i++) {
+		rows += ns->obj[i]->n;
+		bad += ns->obj[i]->bad_rows;
+	}
+	mprotect(ns, bytes, PROT_READ);
+	/* Pairs with the acquire load in ft_walk(). */
+	__atomic_store_n(&snap, ns, __ATOMIC_RELEASE);
+	if (old && !s.reuse)
+		__atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
+	seen_adds = s.adds;
+	seen_subs = s.subs;
+	refreshes++;
+	objects_now = ns->n;
+	rows_now = rows;
+	bad_rows_now = bad;
+	if (old) {
+		synchronize();
+		for (uint32_t i = 0; i < old->n; i++)
+			if (!kept[i])
+				cfi_table_free(old->obj[i]);
+		munmap(old, old->map_size);
+	}
+	munmap(kept, FT_MAX_OBJS);
+	slots_reclaim();
+	return 0;
+}
+
+int rt_unwind_refresh(void)
+{
+	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+		return -ENOSYS;
+	/* trylock: a capture path calls this too, and never waits. */
+	if (pthread_mutex_trylock(&writer) != 0)
+		return -EBUSY;
+	int saved_errno = errno;
+	__atomic_store_n(&want_refresh, 0, __ATOMIC_RELAXED);
+	int r = refresh_locked();
+	pthread_mutex_unlock(&writer);
+	errno = saved_errno;
+	return r;
+}
+
+int rt_unwind_want_refresh(void)
+{
+	return __atomic_load_n(&want_refresh, __ATOMIC_RELAXED) != 0;
+}
+
+/* ---- statistics ------------------------------------------------------------- */
+
+int rt_unwind_get_stats(struct rt_unwind_stats *ret)
+{
+	if (!ret)
+		return -EINVAL;
+	struct ft_counters c = { 0 };
+	pthread_mutex_lock(&writer);
+	counters_add(&c, &retired);
+	for (uint32_t i = 0; i < FT_SLOTS; i++)
+		if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE))
+			counters_add(&c, &slots[i].c);
+	memset(ret, 0, sizeof(*ret));
+	ret->captures = c.captures;
+	ret->fast = c.fast;
+	ret->frames = c.frames;
+	ret->cache_hits = c.hits;
+	ret->cache_misses = c.misses;
+	ret->memo_frames = c.memo_frames;
+	ret->fb_bad_cfi = c.fb[FT_FB_BAD_CFI];
+	ret->fb_no_fde = c.fb[FT_FB_NO_FDE];
+	ret->fb_no_object = c.fb[FT_FB_NO_OBJECT];
+	ret->fb_stack = c.fb[FT_FB_STACK];
+	ret->fb_no_slot = c.fb[FT_FB_NO_SLOT];
+	ret->fb_not_ready = c.fb[FT_FB_NOT_READY];
+	ret->verified = c.verified;
+	ret->mismatches = c.mismatches;
+	ret->verify_skipped = c.verify_skipped;
+	ret->objects = objects_now;
+	ret->rows = rows_now;
+	ret->bad_rows = bad_rows_now;
+	ret->refreshes = refreshes;
+	pthread_mutex_unlock(&writer);
+	return 0;
+}
+
+/* Counters of the calling thread's slot, or the shared ones (atomics:
+ * rare, captures without a slot). */
+static struct ft_counters *my_counters(void)
+{
+	return my_slot ? &slots[my_slot - 1].c : NULL;
+}
+
+void ft_count_fallback(int cause)
+{
+	struct ft_counters *c = my_counters();
+	if (c)
+		CNT_ADD(c->fb[cause], 1);
+	else
+		__atomic_fetch_add(&retired.fb[cause], 1, __ATOMIC_RELAXED);
+}
+
+void ft_verify_result(const uintptr_t *fast, int n, const uintptr_t *ref, int m)
+{
+	struct ft_counters *c = my_counters();
+	if (m < 0) {
+		if (c)
+			CNT_ADD(c->verify_skipped, 1);
+		else
+			__atomic_fetch_add(&retired.verify_skipped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	int same = n == m;
+	for (int i = 0; same && i < n; i++)
+		same = fast[i] == ref[i];
+	if (same) {
+		if (c)
+			CNT_ADD(c->verified, 1);
+		else
+			__atomic_fetch_add(&retired.verified, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Atomics: mismatches must all be counted. */
+	__atomic_fetch_add(c ? &c->mismatches : &retired.mismatches, 1, __ATOMIC_RELAXED);
+	uint32_t k = __atomic_fetch_add(&mism.n, 1, __ATOMIC_RELAXED);
+	if (k < FT_MISMATCH_KEPT) {
+		mism.fn[k] = n;
+		mism.rn[k] = m;
+		for (int i = 0; i < 8; i++) {
+			mism.fast[k][i] = i < n ? fast[i] : 0;
+			mism.ref[k][i] = i < m ? ref[i] : 0;
+		}
+	}
+}
+
+/* RINGTRACE_UNWIND_STATS=FILE: one line of counters appended at exit (and
+ * the first mismatches, when verifying). For tests and benchmarks. */
+__attribute__((destructor)) static void ft_write_stats(void)
+{
+	if (!stats_path || !__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+		return;
+	struct rt_unwind_stats st;
+	if (rt_unwind_get_stats(&st) < 0)
+		return;
+	char buf[4096];
+	int len = snprintf(buf, sizeof(buf),
+			   "unwind pid=%d verify=%d captures=%llu fast=%llu frames=%llu cache_hits=%llu "
+			   "cache_misses=%llu memo_frames=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
+			   "fb_no_slot=%llu fb_not_ready=%llu verified=%llu mismatches=%llu "
+			   "verify_skipped=%llu objects=%llu rows=%llu bad_rows=%llu refreshes=%llu\n",
+			   (int)getpid(), ft_verify, (unsigned long long)st.captures,
+			   (unsigned long long)st.fast, (unsigned long long)st.frames,
+			   (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses,
+			   (unsigned long long)st.memo_frames,
+			   (unsigned long long)st.fb_bad_cfi, (unsigned long long)st.fb_no_fde,
+			   (unsigned long long)st.fb_no_object, (unsigned long long)st.fb_stack,
+			   (unsigned long long)st.fb_no_slot, (unsigned long long)st.fb_not_ready,
+			   (unsigned long long)st.verified, (unsigned long long)st.mismatches,
+			   (unsigned long long)st.verify_skipped, (unsigned long long)st.objects,
+			   (unsigned long long)st.rows, (unsigned long long)st.bad_rows,
+			   (unsigned long long)st.refreshes);
+	uint32_t nm = __atomic_load_n(&mism.n, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < nm && k < FT_MISMATCH_KEPT && len > 0 && (size_t)len < sizeof(buf); k++) {
+		len += snprintf(buf + len, sizeof(buf) - (size_t)len, "mismatch %u fast(%d)", k, mism.fn[k]);
+		for (int i = 0; i < 8 && (size_t)len < sizeof(buf); i++)
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len, " %lx",
+					(unsigned long)mism.fast[k][i]);
+		if ((size_t)len < sizeof(buf))
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len, " libunwind(%d)", mism.rn[k]);
+		for (int i = 0; i < 8 && (size_t)len < sizeof(buf); i++)
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len, " %lx",
+					(unsigned long)mism.ref[k][i]);
+		if ((size_t)len < sizeof(buf))
+			len += snprintf(buf + len, sizeof(buf) - (size_t)len, "\n");
+	}
+	if (len <= 0)
+		return;
+	if ((size_t)len > sizeof(buf))
+		len = sizeof(buf);
+	int fd = open(stats_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	ssize_t w = write(fd, buf, (size_t)len);
+	(void)w;
+	close(fd);
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+void ft_init(void)
+{
+#if defined(__x86_64__)
+	const char *v = getenv("RINGTRACE_UNWIND_VERIFY");
+	ft_verify = v && !strcmp(v, "1");
+	const char *p = getenv("RINGTRACE_UNWIND_STATS");
+	if (p && *p)
+		stats_path = strdup(p);
+	have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	pthread_atfork(NULL, NULL, ft_atfork_child);
+	slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0 && slot_key < 32;
+	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&writer);
+	refresh_locked();
+	pthread_mutex_unlock(&writer);
+	/* This thread's slot and cache, outside any handler. */
+	slot_get();
+#endif
+}
+
+/* ---- the walk --------------------------------------------------------------- */
+
+static inline uint32_t cache_index(uintptr_t key)
+{
+	return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - FT_CACHE_BITS));
+}
+
+/* The table of the object that holds addr, or NULL. */
+RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s, uintptr_t addr)
+{
+	uint32_t lo = 0, n = s->n;
+	if (n == 0)
+		return NULL;
+	while (n > 1) {
+		uint32_t half = n / 2;
+		if (s->obj[lo + half]->lo <= addr)
+			lo += half;
+		n -= half;
+	}
+	const struct cfi_table *t = s->obj[lo];
+	return addr >= t->lo && addr < t->hi ? t : NULL;
+}
+
+/* Verify steps [from, to) of a memo: each word still holds what was read.
+ * Returns the first step that differs (to when none). */
+RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
+					  uintptr_t hi)
+{
+	for (uint32_t k = from; k < to; k++) {
+		uintptr_t a = m->wa[k], b = m->ba[k];
+		if (a && (a < lo || a > hi - 8 || *(const uintptr_t *)a != m->wv[k]))
+			return k;
+		if (b && (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bv[k]))
+			return k;
+	}
+	return to;
+}
+
+RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+			   uintptr_t cur_sp, int *ret_cause)
+{
+#if defined(__x86_64__)
+	struct ft_slot *sl = slot_get();
+	if (!sl) {
+		ft_count_fallback(FT_FB_NO_SLOT);
+		*ret_cause = FT_FB_NO_SLOT;
+		return -1;
+	}
+	struct ft_counters *cn = &sl->c;
+	const uint32_t seq = sl->seq;
+	const int nested = seq & 1;
+	if (!nested) {
+		__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELAXED);
+		if (have_membarrier)
+			SIGFENCE();      /* the writer's membarrier is the other half */
+		else
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	int n = 0, cause = -1;
+	uint64_t hits = 0, misses = 0, memo_frames = 0;
+	struct ft_memo *rec = NULL;  /* the memo this walk records, if any */
+	uint32_t pos = 0;            /* frames walked, skipped ones included */
+	int complete = 1;            /* the walk ended by itself (not at max) */
+	uintptr_t lo, hi;
+	const struct ft_snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
+	struct ft_cent *cache = sl->mem->cache, *spc = sl->mem->spc;
+	int use_cache = 1;
+	uint64_t g = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
+	if (sl->gen != g) {
+		if (nested) {
+			use_cache = 0;
+		} else {
+			/* Whole entries: key 0 never matches (ips are >= 0x4000). */
+			memset(cache, 0, sizeof(sl->mem->cache));
+			memset(spc, 0, sizeof(sl->mem->spc));
+			SIGFENCE();
+			sl->gen = g;
+		}
+	}
+	if (!s) {
+		cause = FT_FB_NOT_READY;
+		goto out;
+	}
+	struct rt_region r;
+	rt_stack_region(cur_sp, 1, &r);
+	lo = cur_sp;
+	hi = r.hi;
+	uintptr_t sig, clo, chi;
+	rt_sigreturn_hint(&sig, &clo, &chi);
+	/* The memo: read the last full walk, record this one (a handler
+	 * interrupting a capture does neither: the outer one owns them). */
+	const struct ft_memo *old = NULL;
+	if (!nested && use_cache) {
+		old = &sl->mem->memo[sl->cur];
+		rec = &sl->mem->memo[sl->cur ^ 1];
+		if (old->n == 0 || old->gen != g || old->hi != hi)
+			old = NULL;
+	}
+	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
+	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
+	for (;; pos++) {
+		if (rec) {
+			if (pos >= FT_MEMO_MAX) {
+				rec = NULL;
+			} else {
+				rec->ip[pos] = ip;
+				rec->sp[pos] = sp;
+				rec->bp[pos] = bp;
+				rec->wa[pos] = rec->ba[pos] = 0;
+				rec->cfa_rbp[pos] = 0;
+			}
+		}
+		if (skip > 0) {
+			skip--;
+		} else {
+			ips[n++] = ip;
+			if (n >= max) {
+				complete = 0;
+				break;
+			}
+			if (old && prev) {
+				/* The same state as a frame of the last full walk?
+				 * Both walks' CFAs rise: one pass over it. */
+				while (mp < old->n && old->sp[mp] < sp)
+					mp++;
+				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip &&
+				    (old->bp[mp] == bp || !old->bpdep[mp])) {
+					uint32_t avail = old->n - 1 - mp, need = (uint32_t)(max - n), take, to;
+					if (need <= avail) {
+						take = need;
+						to = mp + need;
+					} else {
+						take = avail;
+						to = old->complete ? old->n : old->n - 1;
+					}
+					uint32_t ok = memo_check(old, mp, to, lo, hi);
+					if (ok == to && (need <= avail || old->complete)) {
+						for (uint32_t k = 0; k < take; k++)
+							ips[n + (int)k] = old->ip[mp + 1 + k];
+						n += (int)take;
+						memo_frames += take;
+						if (!rec || pos < 4) {
+							/* Keep the memo this walk agreed with
+							 * from (almost) its start. */
+							rec = NULL;
+							goto out;
+						}
+						/* Walked far before agreeing: this walk,
+						 * ending with the memo's frames, becomes
+						 * the memo (one that ended early would
+						 * keep sending deeper stacks to the
+						 * tables). */
+						uintptr_t cbp = bp;  /* rbp as this walk has it */
+						for (uint32_t j = 0; j < to - mp; j++) {
+							rec->wa[pos + j] = old->wa[mp + j];
+							rec->wv[pos + j] = old->wv[mp + j];
+							rec->ba[pos + j] = old->ba[mp + j];
+							rec->bv[pos + j] = old->bv[mp + j];
+							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
+							if (old->ba[mp + j])
+								cbp = old->bv[mp + j];
+							if (j < take) {
+								rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+								rec->sp[pos + j + 1] = old->sp[mp + j + 1];
+								rec->bp[pos + j + 1] = cbp;
+							}
+						}
+						if (to - mp == take) {
+							rec->wa[pos + take] = 0;
+							rec->ba[pos + take] = 0;
+							rec->cfa_rbp[pos + take] = 0;
+						}
+						pos += take;
+						complete = need > avail;
+						goto out;
+					}
+					/* Frames up to step ok stand (the memo ran out or a
+					 * word changed): take them, into the new memo too,
+					 * and walk on from there. */
+					uint32_t k = ok - mp;
+					if (k > need)
+						k = need;
+					for (uint32_t j = 0; j < k; j++) {
+						ips[n + (int)j] = old->ip[mp + 1 + j];
+						if (old->ba[mp + j])
+							bp = old->bv[mp + j];
+						if (rec) {
+							rec->wa[pos + j] = old->wa[mp + j];
+							rec->wv[pos + j] = old->wv[mp + j];
+							rec->ba[pos + j] = old->ba[mp + j];
+							rec->bv[pos + j] = old->bv[mp + j];
+							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
+							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+							rec->sp[pos + j + 1] = old->sp[mp + j + 1];
+							rec->bp[pos + j + 1] = bp;
+						}
+					}
+					n += (int)k;
+					memo_frames += k;
+					mp += k;
+					pos += k;
+					ip = old->ip[mp];
+					sp = old->sp[mp];
+					old = NULL;
+					if (rec) {
+						rec->wa[pos] = rec->ba[pos] = 0;
+						rec->cfa_rbp[pos] = 0;
+					}
+					if (n >= max) {
+						complete = 0;
+						break;
+					}
+				}
+			}
+		}
+		if (__builtin_expect(ip == sig, 0) ||
+		    (__builtin_expect(!sig, 0) && ip - clo < chi - clo && rt_is_sigreturn(ip))) {
+			rt_sigreturn_hint(&sig, &clo, &chi);
+			rec = NULL;          /* another stack: not memoised */
+			old = NULL;
+			/* The handler's CFA is the kernel's ucontext. */
+			uintptr_t uc = sp;
+			size_t need = offsetof(ucontext_t, uc_mcontext.gregs) + NGREG * sizeof(greg_t);
+			if (uc < lo || uc > hi || hi - uc < need) {
+				cause = FT_FB_STACK;
+				goto out;
+			}
+			const greg_t *gr = ((const ucontext_t *)uc)->uc_mcontext.gregs;
+			ip = (uintptr_t)gr[REG_RIP];
+			sp = (uintptr_t)gr[REG_RSP];
+			bp = (uintptr_t)gr[REG_RBP];
+			if (ip < 0x4000)
+				goto out;    /* where libunwind stops too */
+			/* The interrupted code may run on another stack. */
+			if (rt_stack_region(sp, 0, &r) < 0) {
+				cause = FT_FB_STACK;
+				goto out;
+			}
+			lo = sp;
+			hi = r.hi;
+			prev = 0;
+			continue;
+		}
+		uintptr_t key = ip - prev;
+		uint32_t info;
+		struct ft_cent *c = &spc[(sp >> 4) & (FT_SPC_N - 1)];
+		struct ft_cent *e = &cache[cache_index(key)];
+		if (__builtin_expect(use_cache && c->key == key, 1)) {
+			info = c->info;
+			hits++;
+		} else if (__builtin_expect(use_cache && e->key == key, 1)) {
+			info = e->info;
+			hits++;
+			if (!nested) {
+				c->key = 0;
+				SIGFENCE();
+				c->info = info;
+				SIGFENCE();
+				c->key = key;
+			}
+		} else {
+			const struct cfi_table *t = snap_find(s, key);
+			if (!t) {
+				__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
+				cause = FT_FB_NO_OBJECT;
+				goto out;
+			}
+			info = cfi_table_find(t, key);
+			misses++;
+			if (use_cache && !nested) {
+				e->key = c->key = 0;
+				SIGFENCE();
+				e->info = c->info = info;
+				SIGFENCE();
+				e->key = c->key = key;
+			}
+		}
+		if (__builtin_expect(CFI_KIND(info) != CFI_STD, 0)) {
+			if (CFI_KIND(info) == CFI_END)
+				goto out;
+			cause = CFI_KIND(info) == CFI_BAD ? FT_FB_BAD_CFI : FT_FB_NO_FDE;
+			goto out;
+		}
+		uintptr_t cfa = (CFI_CFA_RBP(info) ? bp : sp) + CFI_CFA_OFF(info);
+		if (rec)
+			rec->cfa_rbp[pos] = (uint8_t)CFI_CFA_RBP(info);
+		/* The frame lies above the last one (its return address at
+		 * or above sp, so at or above lo) and inside the stack.
+		 * Strictly rising CFAs end the walk on any stack. */
+		if (__builtin_expect(cfa < sp + 8 || cfa > hi, 0)) {
+			cause = FT_FB_STACK;
+			goto out;
+		}
+		if (CFI_RBP_SAVED(info)) {
+			uintptr_t a = cfa + (uintptr_t)CFI_RBP_OFF(info);
+			if (__builtin_expect(a < lo || a > hi - 8, 0)) {
+				cause = FT_FB_STACK;
+				goto out;
+			}
+			bp = *(const uintptr_t *)a;
+			if (rec) {
+				rec->ba[pos] = a;
+				rec->bv[pos] = bp;
+			}
+		}
+		ip = *(const uintptr_t *)(cfa - 8);
+		if (rec) {
+			rec->wa[pos] = cfa - 8;
+			rec->wv[pos] = ip;
+		}
+		sp = cfa;
+		prev = 1;
+		if (__builtin_expect(ip < 0x4000, 0))
+			goto out;            /* libunwind's end of the stack */
+	}
+out:
+	if (rec && cause < 0 && pos < FT_MEMO_MAX) {
+		/* A full walk: the memo of the next captures. */
+		rec->n = pos + 1;
+		rec->complete = (uint32_t)complete;
+		/* Backwards: which frames' rest depends on rbp. A walk cut at
+		 * max may go on from its last frame: that one does. */
+		uint8_t dep = !complete;
+		for (uint32_t k = pos + 1; k-- > 0;) {
+			dep = rec->cfa_rbp[k] || (!rec->ba[k] && dep);
+			rec->bpdep[k] = dep;
+		}
+		rec->gen = g;
+		rec->hi = hi;
+		sl->cur ^= 1;
+	}
+	CNT_ADD(cn->captures, 1);
+	CNT_ADD(cn->hits, hits);
+	CNT_ADD(cn->misses, misses);
+	CNT_ADD(cn->memo_frames, memo_frames);
+	if (cause < 0) {
+		CNT_ADD(cn->fast, 1);
+		CNT_ADD(cn->frames, (uint64_t)n);
+	} else {
+		CNT_ADD(cn->fb[cause], 1);
+	}
+	if (!nested) {
+		/* The capture's reads are done before the writer may free:
+		 * pairs with the acquire loads in synchronize(). */
+		__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
+	}
+	if (cause >= 0) {
+		*ret_cause = cause;
+		return -1;
+	}
+	return n;
+#else
+	(void)ips; (void)max; (void)skip; (void)ip; (void)sp; (void)bp; (void)cur_sp;
+	ft_count_fallback(FT_FB_NOT_READY);
+	*ret_cause = FT_FB_NOT_READY;
+	return -1;
+#endif
+}

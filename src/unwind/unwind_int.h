@@ -1,0 +1,60 @@
+/*
+ * unwind_int.h - what unwind.c (the FP walk, libunwind, the dispatch) and
+ * fast.c (the table walk) share inside src/unwind. Not for other modules.
+ */
+#ifndef RINGTRACE_UNWIND_INT_H
+#define RINGTRACE_UNWIND_INT_H
+
+#include <stdint.h>
+
+#define RT_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+struct rt_region {
+	uintptr_t lo, hi;
+};
+
+/* unwind.c: the stack range that holds sp (cached per thread), see there.
+ * `current`: sp is this thread's stack pointer now. 0 or -1. */
+int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret);
+
+/* unwind.c: 1 if ra is glibc's sigreturn trampoline (learnt on first
+ * sight, by its bytes, inside libc's text only). */
+int rt_is_sigreturn(uintptr_t ra);
+/* The trampoline if known (else 0) and libc's text, where it must be: a
+ * walk tests ip == sig, or calls rt_is_sigreturn() for an ip in libc's
+ * text while sig is 0. */
+void rt_sigreturn_hint(uintptr_t *ret_sig, uintptr_t *ret_lo, uintptr_t *ret_hi);
+
+/* fast.c: set-up from rt_unwind_init() (normal context, after libunwind). */
+void ft_init(void);
+
+/* Fallback causes of the table walk (the counters of struct rt_unwind_stats). */
+enum {
+	FT_FB_BAD_CFI,               /* a rule the tables do not express */
+	FT_FB_NO_FDE,                /* an address with no FDE in its object */
+	FT_FB_NO_OBJECT,             /* an address in no listed object */
+	FT_FB_STACK,                 /* a CFA or a saved word outside the stack */
+	FT_FB_NO_SLOT,               /* no per-thread slot free */
+	FT_FB_NOT_READY,             /* tables not built (yet) */
+	FT_FB_N
+};
+
+/*
+ * The table walk from a frame whose return address is ip, whose CFA is sp
+ * and where rbp holds bp, bounded by the stack of cur_sp (this thread's
+ * stack pointer). Fills ips as rt_unwind() does; ips[0] (after skip) is
+ * ip. Returns the count, or -1 and *ret_cause when libunwind must do this
+ * capture.
+ */
+int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+	    uintptr_t cur_sp, int *ret_cause);
+
+/* Count a fallback that the caller decided (no slot etc. are counted by
+ * ft_walk itself). */
+void ft_count_fallback(int cause);
+
+/* Verification mode (RINGTRACE_UNWIND_VERIFY=1, read at init). */
+extern int ft_verify;
+void ft_verify_result(const uintptr_t *fast, int n, const uintptr_t *ref, int m);
+
+#endif
