@@ -19,6 +19,11 @@ $(O)/tests/e2e/memprog: tests/e2e/progs/memprog.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lpthread
 
+# Known totals per call site for the sampling test (tests/e2e/mem_sample.sh).
+$(O)/tests/e2e/memsample: tests/e2e/progs/memsample.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lpthread
+
 $(O)/tests/e2e/memcxx: tests/e2e/progs/memcxx.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(filter-out -std=gnu11 -Wstrict-prototypes -Wmissing-prototypes,$(CFLAGS)) \
