@@ -8,7 +8,8 @@
  *                       alive to the end, grow() reallocs a buffer
  *                       through 64 sizes, then frees it
  *   memsample threads   two threads each churn CHURN/2 bytes and keep
- *                       KEEP/2; main then frees the first half of every
+ *                       KEEP/2 (the second starts after the first's
+ *                       first allocation); main then frees the first half of every
  *                       thread's kept blocks (frees in another thread)
  *   memsample fork      keep(KEEP/2), fork; the child frees the first
  *                       half of the kept blocks, churns CHURN/2 and exits;
@@ -20,6 +21,7 @@
  * its part) and the true totals, as "name value" lines.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,10 +129,17 @@ static void sites(void)
 	       (void *)grow_realloc);
 }
 
+/* Each thread's first allocation is made before the next thread starts:
+ * the threads are seeded in the same order every run (memsample.c ranks
+ * them by their first allocation). */
+static sem_t started;
+
 static void *thread_main(void *arg)
 {
 	struct part *pt = arg;
-	churn(pt, CHURN / 2);
+	churn(pt, 16);
+	sem_post(&started);
+	churn(pt, CHURN / 2 - 16);
 	keep(pt, KEEP / 2);
 	return NULL;
 }
@@ -153,9 +162,13 @@ int main(int argc, char **argv)
 		       (unsigned long long)parts[0].keep_bytes);
 	} else if (!strcmp(mode, "threads")) {
 		pthread_t t[2];
-		for (int i = 0; i < 2; i++)
+		sem_init(&started, 0, 0);
+		for (int i = 0; i < 2; i++) {
 			if (pthread_create(&t[i], NULL, thread_main, &parts[i]))
 				return 1;
+			while (sem_wait(&started))
+				;
+		}
 		for (int i = 0; i < 2; i++)
 			pthread_join(t[i], NULL);
 		for (int i = 0; i < 2; i++)
