@@ -70,7 +70,7 @@
  * The header's live_* and peak_* are estimates (the sum of the estimate
  * rows); unknown_frees stays 0 (a free of a block not sampled is not
  * unknown); untracked counts samples that found no room in the set of
- * sampled blocks: counted as allocated, never as alive.
+ * sampled blocks: counted as allocated and freed at once, never alive.
  */
 #define MEMAGG_KEY_EST      (UINT64_C(1) << 62)
 #define MEMAGG_EST_UNIT     65536

@@ -5,7 +5,9 @@
  * C++ operators new and delete, and anonymous mmap/munmap/mremap, calls
  * the next definition of each (glibc's, or jemalloc's or tcmalloc's when
  * the program uses one: RTLD_NEXT finds whichever comes after us), and
- * fires one event of provider "mem" per call (src/mem/mem_family.h).
+ * fires one event of provider "mem" per call (src/mem/mem_family.h) -
+ * or, with RINGTRACE_MEM_SAMPLE set, only for a Poisson sample of the
+ * allocations and the frees of the sampled blocks (memsample.c).
  *
  * Rules of this file, because it runs inside every allocation:
  *  - it never recurses: a thread-local flag is set while an event is
