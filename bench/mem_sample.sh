@@ -25,9 +25,14 @@
 #
 # Method: wall time of the whole command, MEM_RUNS rounds (default 3),
 # each round running every workload under every tool in turn (the drift
-# of a shared machine falls on all alike); medians with min and max.
-# One untimed warm-up per workload. Output: `result mem_sample_WL_TOOL
-# MEDIAN_S ratio=R min=A max=B events=E` lines, then a table.
+# of a shared machine falls on all alike); medians with min and max. Also
+# the CPU time (user + system, /usr/bin/time) of the whole command, the
+# recorder's and heaptrack's own processes included: on a machine shared
+# with other work it moves less than the wall time. For pairs, the
+# program's own ns per call (its timed loop, one thread's calls). One
+# untimed warm-up per workload. Output: `result mem_sample_WL_TOOL
+# MEDIAN_S ratio=R min=A max=B cpu=C cpu_ratio=R ns_call=N events=E`
+# lines, then a table.
 set -u
 export LC_ALL=C
 exec </dev/null
@@ -101,19 +106,22 @@ echo "info mem_sample_busy_before $(busy_pct)% busy; top: $(top_procs)"
 
 : >"$TMP/runs"
 one() {
-	local wl=$1 tool=$2 r=$3 t0 t1 rc ev=-
+	local wl=$1 tool=$2 r=$3 t0 t1 rc ev=- cpu ns
+	local TM=(/usr/bin/time -f '%U %S' -o "$TMP/time")
 	wl_cmd "$wl"
 	t0=$EPOCHREALTIME
 	case $tool in
-	untraced)  "${WCMD[@]}" ;;
-	heaptrack) heaptrack -o "$TMP/ht.$r" "${WCMD[@]}" ;;
-	mem)       "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
-	sample)    RINGTRACE_MEM_SAMPLE=$SAMPLE "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
-	aggregate) "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
-	aggsample) RINGTRACE_MEM_SAMPLE=$SAMPLE "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
+	untraced)  "${TM[@]}" "${WCMD[@]}" ;;
+	heaptrack) "${TM[@]}" heaptrack -o "$TMP/ht.$r" "${WCMD[@]}" ;;
+	mem)       "${TM[@]}" "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
+	sample)    RINGTRACE_MEM_SAMPLE=$SAMPLE "${TM[@]}" "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
+	aggregate) "${TM[@]}" "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
+	aggsample) RINGTRACE_MEM_SAMPLE=$SAMPLE "${TM[@]}" "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	esac >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	t1=$EPOCHREALTIME
+	cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$TMP/time" 2>/dev/null)
+	ns=$(sed -n 's/^mem_pairs: .* ns_per_call=\([0-9.]*\).*/\1/p' "$TMP/err" | head -1)
 	if [ $rc -ne 0 ]; then
 		note "$wl under $tool, round $r: exit status $rc: $(grep -v '^ringtrace record: ' "$TMP/err" | head -3 | tr '\n' ' ')"
 		rm -rf "$TMP/ht.$r".* "$TMP/rt.$r"
@@ -121,9 +129,9 @@ one() {
 	fi
 	ev=$(sed -n 's/^ringtrace record: \([0-9]*\) events recorded.*/\1/p' "$TMP/err" | tail -1)
 	rm -rf "$TMP/ht.$r".* "$TMP/rt.$r"
-	awk -v a="$t0" -v b="$t1" -v w="$wl" -v t="$tool" -v r="$r" -v e="${ev:--}" \
-		'BEGIN { printf "%s %s %s %.3f %s\n", w, t, r, b - a, e }' >>"$TMP/runs"
-	echo "  $wl $tool round $r: $(tail -1 "$TMP/runs" | cut -d' ' -f4) s" >&2
+	awk -v a="$t0" -v b="$t1" -v w="$wl" -v t="$tool" -v r="$r" -v e="${ev:--}" -v c="${cpu:--}" -v n="${ns:--}" \
+		'BEGIN { printf "%s %s %s %.3f %s %s %s\n", w, t, r, b - a, e, c, n }' >>"$TMP/runs"
+	echo "  $wl $tool round $r: $(tail -1 "$TMP/runs" | cut -d' ' -f4) s, cpu ${cpu:-?} s${ns:+, $ns ns/call}" >&2
 }
 
 for wl in "${WLS[@]}"; do
@@ -151,7 +159,11 @@ function med(s,   a, n, i, j, x) {
 	lo = a[1]; hi = a[n]
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-{ k = $1 SUBSEP $2; wall[k] = wall[k] " " $4; if ($5 != "-") ev[k] = $5 }
+{
+	k = $1 SUBSEP $2; wall[k] = wall[k] " " $4; if ($5 != "-") ev[k] = $5
+	if ($6 != "-") cpu[k] = cpu[k] " " $6
+	if ($7 != "-") ns[k] = ns[k] " " $7
+}
 END {
 	nw = split(wls, W, " "); nt = split(tools, T, " ")
 	name["untraced"] = "untraced"; name["heaptrack"] = "heaptrack"
@@ -161,18 +173,22 @@ END {
 	for (i = 1; i <= nw; i++) {
 		u = W[i] SUBSEP "untraced"
 		uw = (u in wall) ? med(wall[u]) : 0
+		uc = (u in cpu) ? med(cpu[u]) : 0
 		for (j = 1; j <= nt; j++) {
 			k = W[i] SUBSEP T[j]
 			if (!(k in wall)) continue
-			w = med(wall[k])
+			w = med(wall[k]); wlo = lo; whi = hi
 			r = uw > 0 ? w / uw : 0
-			printf "result mem_sample_%s_%s %.3f ratio=%.3f min=%.2f max=%.2f events=%s\n", W[i], T[j], w, r, lo, hi, (k in ev) ? ev[k] : "-"
+			c = (k in cpu) ? med(cpu[k]) : 0
+			cr = uc > 0 ? c / uc : 0
+			n = (k in ns) ? med(ns[k]) : "-"
+			printf "result mem_sample_%s_%s %.3f ratio=%.3f min=%.2f max=%.2f cpu=%.2f cpu_ratio=%.3f ns_call=%s events=%s\n", W[i], T[j], w, r, wlo, whi, c, cr, n, (k in ev) ? ev[k] : "-"
 			t = ((W[i], T[j]) in lim) ? sprintf("<= %.2fx %s", lim[W[i], T[j]], r <= lim[W[i], T[j]] ? "met" : "NOT MET") : ""
-			row[++nr] = sprintf("  %-7s %-30s %8.2f  [%.2f-%.2f]  %6.3fx  %-15s %s", W[i], name[T[j]], w, lo, hi, r, t, (k in ev) ? ev[k] : "")
+			row[++nr] = sprintf("  %-7s %-30s %8.2f  [%.2f-%.2f]  %6.3fx  %6.2f  %6.3fx  %7s  %-15s %s", W[i], name[T[j]], w, wlo, whi, r, c, cr, n, t, (k in ev) ? ev[k] : "")
 		}
 	}
 	print ""
-	printf "  %-7s %-30s %8s  %-11s  %7s  %-15s %s\n", "wl", "tool", "wall s", "[min-max]", "x untr.", "target", "events"
+	printf "  %-7s %-30s %8s  %-11s  %7s  %6s  %7s  %7s  %-15s %s\n", "wl", "tool", "wall s", "[min-max]", "x untr.", "cpu s", "x untr.", "ns/call", "target (wall)", "events"
 	for (i = 1; i <= nr; i++) print row[i]
 }' "$TMP/runs"
 exit 0

@@ -400,9 +400,22 @@ void memagg_free(void *ptr, int free_class, size_t usable)
 
 /* ---- sampling (memsample.c; the rows are described in mem_agg.h) ---------- */
 
+/* The thread's last call site and its row: a loop allocating at one site
+ * skips the hash and the probes (a row, once claimed, is its key's for
+ * good). */
+static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
+static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
+
 void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
 {
-	uint32_t si = slot_of(site);
+	uint32_t si = memo_slot;
+	if (site != memo_site || !si) {
+		si = slot_of(site);
+		/* Not the overflow row: a site that found no row may find one
+		 * later (counted in keys_full each time, as before). */
+		memo_site = si ? site : 0;
+		memo_slot = si;
+	}
 	struct memagg_cache tmp, *c = counters_for(si, &tmp);
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
