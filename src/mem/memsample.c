@@ -356,6 +356,14 @@ void memsample_init(void)
 	uint64_t cap = UINT64_C(1) << 12;
 	while (cap < (UINT64_C(1) << 22) && cap / 4 < (UINT64_C(1) << 34) / mean)
 		cap <<= 1;
+	/* A smaller or larger set when asked (tests fill it); a bad value
+	 * is ignored, as RINGTRACE_MEM_AGG_BLOCKS is: it changes no figure. */
+	const char *b = getenv("RINGTRACE_MEM_SAMPLE_BLOCKS");
+	if (b) {
+		uint64_t v;
+		if (!parse_seed(b, &v) && v >= 16 && v <= (UINT64_C(1) << 22) && !(v & (v - 1)))
+			cap = v;
+	}
 	void *t = mmap(NULL, cap * sizeof(struct sblk), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (t != MAP_FAILED) {

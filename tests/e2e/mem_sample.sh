@@ -207,6 +207,35 @@ if have "$MS"; then
 fi
 finish "sampling in aggregate mode: exact counts per call site, estimates within 15% in their rows, with stacks and threads"
 
+# ---- the set of sampled blocks full ------------------------------------------------------
+begin
+if have "$MS"; then
+	# A mean of 1 byte samples every allocation; a set of 16 entries
+	# cannot hold the 1545 kept blocks.
+	RINGTRACE_MEM_SAMPLE=1 RINGTRACE_MEM_SAMPLE_SEED=1 RINGTRACE_MEM_SAMPLE_BLOCKS=16 rec f1 one
+	eq "status traced" "$(cat f1.status)" 0
+	grep -q ': mem:sampling: mean=1 seed=1 capacity=16 ' f1.dump || { why "no mem:sampling with capacity 16"; show f1.dump 2; }
+	u=$(val f1.est untracked)
+	[ "$u" -ge 1500 ] || why "$u mem:untracked events, want at least 1500 of the 1545 kept blocks"
+	# Allocated totals whole, the untracked blocks out of the in-use ones,
+	# and no free recorded for a block the set did not hold.
+	near "kept: allocated, exact at a mean of 1" "$(val f1.est keep_alloc_bytes)" "$(val f1.out keep_bytes)" 0.01
+	near "churn: allocations, exact at a mean of 1" "$(val f1.est churn_alloc_n)" "$(val f1.out churn_n)" 0.01
+	eq "unknown frees" "$(val f1.est unknown_frees)" 0
+	n=$(val f1.est keep_inuse_n)
+	[ "$n" -le 16 ] || why "$n kept blocks alive in the estimate, the set holds 16"
+	RINGTRACE_MEM_SAMPLE=1 RINGTRACE_MEM_SAMPLE_SEED=1 RINGTRACE_MEM_SAMPLE_BLOCKS=16 \
+		timeout 120 "$RT" record --mem --aggregate -o fa -- "$MS" one >fa.out 2>fa.err
+	python3 "$EST" agg fa/mem/aggregate.bin fa.out >fa.est 2>fa.perr || show fa.perr
+	u=$(val fa.est untracked)
+	[ "$u" -ge 1500 ] || why "aggregate: untracked $u, want at least 1500"
+	near "aggregate: kept bytes allocated (estimate row)" "$(val fa.est keep_alloc_bytes)" "$(val fa.out keep_bytes)" 0.01
+	n=$(val fa.est keep_inuse_n)
+	python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 16 else 1)' "$n" ||
+		why "aggregate: $n kept blocks alive in the estimate, the set holds 16"
+fi
+finish "the set of sampled blocks full: each sample it cannot hold counted (mem:untracked, untracked), allocated totals whole"
+
 # ---- bad values, and the variable unset -----------------------------------------------------
 begin
 if have "$MS"; then
