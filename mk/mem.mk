@@ -40,3 +40,6 @@ $(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memsample.c $(O)/lib/libringtrace-core.a $(LDFLAGS) \
 	    $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+
+# The unit test of the sampling arithmetic and set compiles memsample.c in.
+$(O)/tests/test_memsample: src/mem/memsample.c src/mem/memsample.h
