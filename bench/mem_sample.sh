@@ -16,6 +16,9 @@
 # Tools:
 #  untraced     the reference of the ratios
 #  heaptrack    heaptrack -o TMP/ht (when installed; MEM_HEAPTRACK=0: not run)
+#  preload      libringtrace-malloc.so in LD_PRELOAD without a recorder:
+#               the wrappers' own cost (interposition, the checks), the
+#               floor of every mode below
 #  mem          record --mem (every call, event log)
 #  sample       record --mem with RINGTRACE_MEM_SAMPLE=MEM_SAMPLE (default 512K)
 #  aggregate    record --mem --aggregate (every call, counters)
@@ -91,7 +94,8 @@ TOOLS=(untraced)
 if [ "${MEM_HEAPTRACK:-1}" != 0 ] && command -v heaptrack >/dev/null; then
 	TOOLS+=(heaptrack)
 fi
-TOOLS+=(mem sample aggregate aggsample)
+TOOLS+=(preload mem sample aggregate aggsample)
+MEMLIB=${RINGTRACE_MALLOC_LIB:-$BUILD/lib/libringtrace-malloc.so}
 
 wl_cmd() {
 	case $1 in
@@ -113,6 +117,7 @@ one() {
 	case $tool in
 	untraced)  "${TM[@]}" "${WCMD[@]}" ;;
 	heaptrack) "${TM[@]}" heaptrack -o "$TMP/ht.$r" "${WCMD[@]}" ;;
+	preload)   LD_PRELOAD=$MEMLIB "${TM[@]}" "${WCMD[@]}" ;;
 	mem)       "${TM[@]}" "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	sample)    RINGTRACE_MEM_SAMPLE=$SAMPLE "${TM[@]}" "$RT" record --mem -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
 	aggregate) "${TM[@]}" "$RT" record --mem --aggregate -o "$TMP/rt.$r" -- "${WCMD[@]}" ;;
@@ -166,7 +171,7 @@ function med(s,   a, n, i, j, x) {
 }
 END {
 	nw = split(wls, W, " "); nt = split(tools, T, " ")
-	name["untraced"] = "untraced"; name["heaptrack"] = "heaptrack"
+	name["untraced"] = "untraced"; name["heaptrack"] = "heaptrack"; name["preload"] = "preloaded, no recorder"
 	name["mem"] = "record --mem"; name["sample"] = "record --mem, sample " sample
 	name["aggregate"] = "--mem --aggregate"; name["aggsample"] = "--aggregate, sample " sample
 	lim["cc1", "sample"] = 1.05; lim["cc1", "aggsample"] = 1.03; lim["pairs2", "aggsample"] = 1.2
