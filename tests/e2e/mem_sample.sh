@@ -8,7 +8,8 @@
 # (tests/e2e/mem_sample_est.py) are within 15% of the truth; only a
 # sample of the allocations is recorded, every recorded free is of a
 # sampled block, runs with one seed repeat and another seed differs;
-# threads, frees in another thread, a followed fork; the aggregate mode
+# threads, frees in another thread, a followed fork; every allocation
+# family through the sampled paths (a mean of 1 byte); the aggregate mode
 # (exact per call site, estimates in their rows); bad values record
 # nothing and say why in the trace; the variable unset records every call.
 #
@@ -206,6 +207,40 @@ if have "$MS"; then
 	near "bytes alive (stack rows)" "$(val a2.est stack_inuse_bytes)" "$(val a2.out live_keep_bytes)" 20
 fi
 finish "sampling in aggregate mode: exact counts per call site, estimates within 15% in their rows, with stacks and threads"
+
+# ---- every family through the sampled paths ------------------------------------------------
+# At a mean of 1 byte an allocation of s bytes is sampled with probability
+# 1 - exp(-s): every block of the known patterns of mem.sh (malloc, calloc,
+# realloc, the aligned ones, pages, C++ new/new[]/aligned/nothrow and their
+# deletes, a signal handler, frees in another thread) goes through the
+# sampled paths, and the report's rows are those of the full trace.
+begin
+MP=$PB/tests/e2e/memprog
+MC=$PB/tests/e2e/memcxx
+if have "$MP" "$MC"; then
+	rows() {
+		python3 -c '
+import json, sys
+for r in sorted(json.load(open(sys.argv[1]))["rows"], key=lambda r: r["name"]):
+    print(r["name"], r["allocations"], r["frees"], r["bytes_requested"], r["leaked_bytes"], r["leaked_blocks"], r["families"])' "$1"
+	}
+	for p in "$MP pattern" "$MC"; do
+		n=$(basename "${p%% *}")
+		timeout 120 "$RT" record --mem -o "$n.full" -- $p >"$n.full.out" 2>&1
+		RINGTRACE_MEM_SAMPLE=1 RINGTRACE_MEM_SAMPLE_SEED=3 timeout 120 "$RT" record --mem -o "$n.s1" -- $p >"$n.s1.out" 2>&1
+		"$RT" report "$n.full" --by function --top 0 --json >"$n.full.json" 2>/dev/null
+		"$RT" report "$n.s1" --by function --top 0 --json >"$n.s1.json" 2>/dev/null
+		rows "$n.full.json" >"$n.full.rows"
+		rows "$n.s1.json" >"$n.s1.rows"
+		[ "$(wc -l <"$n.full.rows")" -ge 5 ] || { why "$n: few rows in the full trace"; show "$n.full.out"; }
+		if ! cmp -s "$n.full.rows" "$n.s1.rows"; then
+			why "$n: rows sampled at a mean of 1 byte differ from the full trace's:"
+			while IFS= read -r l; do why "$l"; done < <(diff "$n.full.rows" "$n.s1.rows" | head -n 6)
+		fi
+		grep -q ': mem:sampling: mean=1 ' <("$RT" dump "$n.s1" 2>/dev/null) || why "$n: no mem:sampling in the sampled trace"
+	done
+fi
+finish "a mean of 1 byte samples every block of mem.sh's patterns (C and C++ families): the full trace's rows"
 
 # ---- the set of sampled blocks full ------------------------------------------------------
 begin
