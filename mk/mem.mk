@@ -7,14 +7,20 @@ all: $(MEMLIB)
 
 # -fexceptions: a std::bad_alloc from the real operator new unwinds through
 # the wrappers. Frame pointers: stacks captured in the wrappers walk them.
-$(MEMLIB): src/mem/memtrace.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h src/mem/mem_family.h $(O)/lib/libringtrace.so include/ringtrace/*.h
+$(MEMLIB): src/mem/memtrace.c src/mem/memagg.c src/mem/memsample.c src/mem/memagg.h src/mem/mem_agg.h \
+		src/mem/mem_family.h src/mem/memsample.h $(O)/lib/libringtrace.so include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fexceptions -fno-omit-frame-pointer -fvisibility=hidden -shared \
-	    -o $@ src/mem/memtrace.c src/mem/memagg.c $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
+	    -o $@ src/mem/memtrace.c src/mem/memagg.c src/mem/memsample.c $(LDFLAGS) -L$(O)/lib -Wl,-rpath,'$$ORIGIN' -lringtrace -ldl $(LDLIBS)
 
 # The test programs of the allocation tracer are ordinary programs: not
 # linked with libringtrace (the tracer needs no rebuild).
 $(O)/tests/e2e/memprog: tests/e2e/progs/memprog.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lpthread
+
+# Known totals per call site for the sampling test (tests/e2e/mem_sample.sh).
+$(O)/tests/e2e/memsample: tests/e2e/progs/memsample.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lpthread
 
@@ -28,8 +34,12 @@ tests-build: $(O)/tests/e2e/memcxx
 # memagg.c compiled in, as the preloaded library has it. Libraries named by
 # path: LIBSO and CORE_A are defined after this file is included, and a
 # prerequisite is expanded when its rule is read.
-$(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memagg.h src/mem/mem_agg.h \
+$(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memsample.c src/mem/memagg.h \
+		src/mem/mem_agg.h src/mem/memsample.h \
 		$(O)/lib/libringtrace-core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c $(O)/lib/libringtrace-core.a $(LDFLAGS) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tests/stress/stress_memagg.c src/mem/memagg.c src/mem/memsample.c $(O)/lib/libringtrace-core.a $(LDFLAGS) \
 	    $(TOOL_LIBS) $(LIB_LIBS) $(LDLIBS)
+
+# The unit test of the sampling arithmetic and set compiles memsample.c in.
+$(O)/tests/test_memsample: src/mem/memsample.c src/mem/memsample.h

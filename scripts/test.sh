@@ -149,6 +149,9 @@ fi
 if [ -x tests/e2e/mem_agg.sh ]; then
 	suite "allocation counters (aggregate mode, gcc build)" tests/e2e/mem_agg.sh build
 fi
+if [ -x tests/e2e/mem_sample.sh ]; then
+	suite "allocation sampling: estimates, frees matched, threads, fork, aggregate (gcc build)" tests/e2e/mem_sample.sh build
+fi
 if [ -x tests/e2e/mem_more.sh ]; then
 	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
 fi
@@ -247,6 +250,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_agg.sh build-asan
 		[ -x tests/e2e/mem_losses.sh ] && suite "allocation report under lost events (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_losses.sh build-asan
+		[ -x tests/e2e/mem_sample.sh ] && suite "allocation sampling (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_sample.sh build-asan
 		[ -x tests/e2e/check.sh ] && suite "trace checker (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/check.sh build-asan
 		[ -x tests/e2e/rseq_clock.sh ] && suite "rseq on the monotonic clock (asan build)" \

@@ -54,6 +54,28 @@
 #define MEMAGG_KEY_STACK    (UINT64_C(1) << 63)
 #define MEMAGG_KEY_OTHER    UINT64_C(1)
 
+/*
+ * Sampling (sample_mean != 0; docs/mem.md, "Sampling"). Two kinds of rows:
+ *  - exact rows, keyed by call site (never by stack): every allocation
+ *    made there, sampled or not: allocs, failed, req, usable, fams are
+ *    exact; frees, live_*, peak_req, xcpu and mismatched stay 0 (the free
+ *    of a block not sampled is not seen);
+ *  - estimate rows, key | MEMAGG_KEY_EST (the key of the mode: the stack
+ *    with --stacks, else the call site): the sampled blocks. allocs and
+ *    frees count samples; req, usable, live_req, live_usable and peak_req
+ *    are bytes already scaled (each sample of s bytes adds round(s w),
+ *    w = 1 / (1 - exp(-s / sample_mean)), and its free takes the same
+ *    back); est_allocs and est_frees are the sums of w, in 1/65536;
+ *    xcpu and mismatched count samples.
+ * The header's live_* and peak_* are estimates (the sum of the estimate
+ * rows); unknown_frees stays 0 (a free of a block not sampled is not
+ * unknown); untracked counts samples that found no room in the set of
+ * sampled blocks: counted as allocated and freed at once, never alive.
+ */
+#define MEMAGG_KEY_EST      (UINT64_C(1) << 62)
+#define MEMAGG_EST_UNIT     65536
+#define MEMAGG_SAMPLE_FIXED_SEED 1u   /* the seed came from RINGTRACE_MEM_SAMPLE_SEED */
+
 struct memagg_header {
 	uint64_t magic;              /* MEMAGG_MAGIC */
 	uint32_t version;            /* MEMAGG_VERSION */
@@ -66,13 +88,19 @@ struct memagg_header {
 	uint64_t start_ns;           /* CLOCK_MONOTONIC at attach (the trace's clock) */
 	uint64_t live_blocks_max;    /* capacity of the program's table of live blocks */
 	uint64_t end_ns;             /* CLOCK_MONOTONIC when the recorder copied it */
-	/* Written by every thread: own cache lines. */
+	/* Written by every thread: own cache lines. With sampling, the live
+	 * and peak figures are estimates, from the sampled blocks. */
 	uint64_t live_req;           /* bytes requested, alive now */
 	uint64_t live_usable;
 	uint64_t peak_req;           /* highest live_req seen, and when */
 	uint64_t peak_usable;        /* live_usable at that moment */
 	uint64_t peak_ns;
-	uint64_t pad1[3];
+	/* Set by the program at attach (RINGTRACE_MEM_SAMPLE): 0, every call
+	 * counted; else the mean bytes between samples (below). */
+	uint64_t sample_mean;
+	uint64_t sample_seed;
+	uint32_t sample_status;      /* 0, or EINVAL/ERANGE: the variable was refused, nothing counted */
+	uint32_t sample_flags;       /* MEMAGG_SAMPLE_* */
 	uint64_t untracked;          /* blocks that found no room in the live-block table */
 	uint64_t unknown_frees;      /* frees of a block not known as alive */
 	uint64_t keys_full;          /* calls counted in the overflow slot */
@@ -95,7 +123,12 @@ struct memagg_slot {
 	uint64_t peak_req;           /* highest live_req of this key */
 	uint64_t xcpu;               /* blocks freed on another CPU than allocated */
 	uint64_t mismatched;         /* blocks freed by the wrong family */
-	uint64_t pad[4];             /* (blocks alive: allocs - frees) */
+	/* Estimate rows only (key & MEMAGG_KEY_EST): the weights of the
+	 * samples, in units of 1/MEMAGG_EST_UNIT allocations. */
+	uint64_t est_allocs;         /* allocations the samples stand for */
+	uint64_t est_frees;          /* of which freed */
+	uint64_t sampled_req;        /* bytes requested by the samples, unscaled */
+	uint64_t pad;                /* (blocks alive: allocs - frees) */
 };
 _Static_assert(sizeof(struct memagg_slot) == 128, "two cache lines");
 

@@ -13,6 +13,13 @@
  *   mem:mmap          x64 ptr; x64 site; u64 size; u8 family
  *   mem:munmap        x64 ptr; x64 site; u64 size
  *   mem:mremap        x64 old_ptr; x64 ptr; x64 site; u64 old_size; u64 size
+ *   mem:sampling      u64 mean; u64 seed; u64 capacity; u32 status; u8 fixed_seed
+ *   mem:untracked     x64 ptr
+ *
+ * mem:sampling marks a sampled trace (RINGTRACE_MEM_SAMPLE; docs/mem.md,
+ * "Sampling"): its allocation events are samples, each of weight
+ * 1 / (1 - exp(-size / mean)); mem:untracked names a sample whose end
+ * will not be recorded.
  *
  * The _large forms carry sizes of 4 GiB and more; the others keep events
  * small. `site` is the return address in the caller of the allocation

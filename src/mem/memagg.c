@@ -40,6 +40,7 @@
 #include "mem/mem_agg.h"
 #include "mem/mem_family.h"
 #include "mem/memagg.h"
+#include "mem/memsample.h"
 
 struct memagg_header *memagg_hdr;
 static struct memagg_slot *slots;
@@ -395,4 +396,106 @@ void memagg_free(void *ptr, int free_class, size_t usable)
 		memagg_release(&b, free_class, usable);
 	else
 		add(&memagg_hdr->unknown_frees, 1);
+}
+
+/* ---- sampling (memsample.c; the rows are described in mem_agg.h) ---------- */
+
+/* The thread's last call site and its row: a loop allocating at one site
+ * skips the hash and the probes (a row, once claimed, is its key's for
+ * good). */
+static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
+static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
+
+void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
+{
+	uint32_t si = memo_slot;
+	if (site != memo_site || !si) {
+		si = slot_of(site);
+		/* Not the overflow row: a site that found no row may find one
+		 * later (counted in keys_full each time, as before). */
+		memo_site = si ? site : 0;
+		memo_slot = si;
+	}
+	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
+		c_add(&c->fams, UINT64_C(1) << (fam & 63));
+	if (!ptr) {
+		c_add(&c->failed, 1);
+	} else {
+		c_add(&c->allocs, 1);
+		c_add(&c->req, size);
+		c_add(&c->usable, usable);
+	}
+	if (c == &tmp)
+		direct(&tmp, si);
+}
+
+/* The scaled figures of a sample: bytes requested and usable, weight. */
+struct est {
+	uint64_t req, usable, w;
+};
+
+static struct est est_of(uint64_t size, uint64_t usable)
+{
+	double w = memsample_weight(size);
+	return (struct est){ (uint64_t)((double)size * w + 0.5), (uint64_t)((double)usable * w + 0.5),
+			     (uint64_t)(w * MEMAGG_EST_UNIT + 0.5) };
+}
+
+/* The live estimate of row S and of the heap move by D (modular); the
+ * peaks follow. Samples are rare: atomics straight into the rows. */
+static void est_live(struct memagg_slot *s, uint64_t d_req, uint64_t d_usable)
+{
+	struct memagg_header *h = memagg_hdr;
+	uint64_t before = __atomic_fetch_add(&s->live_req, d_req, __ATOMIC_RELAXED);
+	if ((int64_t)d_req > 0)
+		raise_to(&s->peak_req, before + d_req);
+	add(&s->live_usable, d_usable);
+	add(&h->live_usable, d_usable);
+	before = __atomic_fetch_add(&h->live_req, d_req, __ATOMIC_RELAXED);
+	if ((int64_t)d_req > 0 && before + d_req > __atomic_load_n(&h->peak_req, __ATOMIC_RELAXED)) {
+		raise_to(&h->peak_req, before + d_req);
+		__atomic_store_n(&h->peak_usable, __atomic_load_n(&h->live_usable, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+		__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
+	}
+}
+
+uint64_t memagg_sample_alloc(unsigned fam, size_t size, size_t usable, uint64_t key, int alive)
+{
+	uint32_t si = slot_of(key | MEMAGG_KEY_EST);
+	struct memagg_slot *s = &slots[si];
+	struct est e = est_of(size, usable);
+	if (!(__atomic_load_n(&s->fams, __ATOMIC_RELAXED) & (UINT64_C(1) << (fam & 63))))
+		__atomic_fetch_or(&s->fams, UINT64_C(1) << (fam & 63), __ATOMIC_RELAXED);
+	add(&s->allocs, 1);
+	add(&s->req, e.req);
+	add(&s->usable, e.usable);
+	add(&s->est_allocs, e.w);
+	add(&s->sampled_req, size);
+	if (alive)
+		est_live(s, e.req, e.usable);
+	else
+		add(&memagg_hdr->untracked, 1);
+	return (uint64_t)(size > UINT32_MAX ? UINT32_MAX : size) << 32 | (uint64_t)cpu_now() << 22 |
+	       (uint64_t)(mem_alloc_class(fam) & 3) << 20 | si;
+}
+
+void memagg_sample_free(uint64_t info, int free_class, size_t usable)
+{
+	uint32_t si = LB_SLOT(info) & slot_mask;
+	struct memagg_slot *s = &slots[si];
+	uint64_t size = LB_SIZE(info) == UINT32_MAX ? usable : LB_SIZE(info);
+	struct est e = est_of(size, usable);
+	add(&s->frees, 1);
+	add(&s->est_frees, e.w);
+	est_live(s, -e.req, -e.usable);
+	if (free_class && (int)LB_CLASS(info) != free_class)
+		add(&s->mismatched, 1);
+	if (LB_CPU(info) != cpu_now())
+		add(&s->xcpu, 1);
+}
+
+void memagg_sample_untracked(void)
+{
+	add(&memagg_hdr->untracked, 1);
 }

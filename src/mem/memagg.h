@@ -40,4 +40,20 @@ int memagg_take(void *ptr, struct memagg_blk *b);
 void memagg_release(const struct memagg_blk *b, int free_class, size_t usable);
 void memagg_put_back(void *ptr, const struct memagg_blk *b);
 
+/*
+ * Sampling (memsample.c; the two kinds of rows are described in
+ * mem_agg.h). memagg_count: every allocation, exactly, under its call
+ * site's row. memagg_sample_alloc: a sampled block, scaled, under the
+ * estimate row of KEY (the stack or the call site); LIVE 0 when the block
+ * could not be remembered (counted untracked, never alive). Returns what
+ * to remember with the block for memagg_sample_free, which takes its
+ * figures back when it is freed or moved. memagg_sample_untracked: a
+ * sampled block alive that could not be remembered again (a failed
+ * realloc putting it back).
+ */
+void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site);
+uint64_t memagg_sample_alloc(unsigned fam, size_t size, size_t usable, uint64_t key, int alive);
+void memagg_sample_free(uint64_t info, int free_class, size_t usable);
+void memagg_sample_untracked(void);
+
 #endif /* RINGTRACE_MEM_MEMAGG_H */

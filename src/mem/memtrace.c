@@ -5,7 +5,9 @@
  * C++ operators new and delete, and anonymous mmap/munmap/mremap, calls
  * the next definition of each (glibc's, or jemalloc's or tcmalloc's when
  * the program uses one: RTLD_NEXT finds whichever comes after us), and
- * fires one event of provider "mem" per call (src/mem/mem_family.h).
+ * fires one event of provider "mem" per call (src/mem/mem_family.h) -
+ * or, with RINGTRACE_MEM_SAMPLE set, only for a Poisson sample of the
+ * allocations and the frees of the sampled blocks (memsample.c).
  *
  * Rules of this file, because it runs inside every allocation:
  *  - it never recurses: a thread-local flag is set while an event is
@@ -32,6 +34,7 @@
 
 #include "mem/mem_family.h"
 #include "mem/memagg.h"
+#include "mem/memsample.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -48,6 +51,12 @@ RINGTRACE_EVENT(mem, mmap, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U6
 RINGTRACE_EVENT(mem, munmap, RINGTRACE_X64(ptr), RINGTRACE_X64(site), RINGTRACE_U64(size));
 RINGTRACE_EVENT(mem, mremap, RINGTRACE_X64(old_ptr), RINGTRACE_X64(ptr), RINGTRACE_X64(site),
 		RINGTRACE_U64(old_size), RINGTRACE_U64(size));
+/* Sampling (memsample.c): how this process's allocation events were
+ * chosen, once per process before its first sample; and a sampled block
+ * whose free will not be recorded (the set of sampled blocks was full). */
+RINGTRACE_EVENT(mem, sampling, RINGTRACE_U64(mean), RINGTRACE_U64(seed), RINGTRACE_U64(capacity),
+		RINGTRACE_U32(status), RINGTRACE_U8(fixed_seed));
+RINGTRACE_EVENT(mem, untracked, RINGTRACE_X64(ptr));
 
 /* ---- the next definitions ------------------------------------------------ */
 
@@ -175,7 +184,7 @@ static inline struct memagg_header *agg(void)
 
 static inline int tracing(void)
 {
-	return !in_hook && !ringtrace__tls.busy &&
+	return !in_hook && !ringtrace__tls.busy && memsample_mode != MEMSAMPLE_BAD &&
 	       (agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
 		ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
 }
@@ -192,7 +201,7 @@ static inline uint64_t agg_key(void *site)
 	return (uint64_t)(uintptr_t)site;
 }
 
-static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
+static __attribute__((noinline)) void rec_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
@@ -210,7 +219,7 @@ static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t siz
 	in_hook = 0;
 }
 
-static __attribute__((noinline)) void ev_free(unsigned fam, void *p, void *site)
+static __attribute__((noinline)) void rec_free(unsigned fam, void *p, void *site)
 {
 	in_hook = 1;
 	if (agg()) {
@@ -262,7 +271,7 @@ static __attribute__((noinline)) void agg_realloc_post(unsigned fam, void *old, 
 	in_hook = 0;
 }
 
-static __attribute__((noinline)) void ev_realloc(unsigned fam, void *old, void *p, size_t size, void *site)
+static __attribute__((noinline)) void rec_realloc(unsigned fam, void *old, void *p, size_t size, void *site)
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
@@ -273,6 +282,198 @@ static __attribute__((noinline)) void ev_realloc(unsigned fam, void *old, void *
 		ringtrace_tracepoint(mem, realloc_large, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
 				     (uint64_t)(uintptr_t)site, (uint64_t)size, (uint64_t)u, (uint8_t)fam);
 	in_hook = 0;
+}
+
+/* ---- sampling (memsample.c; docs/mem.md, "Sampling") ---------------------
+ *
+ * With RINGTRACE_MEM_SAMPLE set, an allocation is recorded only when it
+ * is sampled (its stack captured then only), and a free only when its
+ * block was: the sampled blocks alive are in memsample's set. Failed
+ * allocations are all recorded (rare, and an error worth seeing); pages
+ * (mmap, munmap, mremap) too, each call a system call anyway. Aggregate
+ * mode counts every allocation exactly under its call site's row
+ * (memagg_count) and the samples, scaled, under estimate rows.
+ */
+
+/* mem:sampling once per process (again in a forked child, which has a
+ * trace of its own when followed), as soon as the event is enabled. */
+static int announced;
+
+static __attribute__((noinline)) void announce(void)
+{
+	if (__atomic_load_n(&announced, __ATOMIC_RELAXED) || agg() || ringtrace__tls.busy ||
+	    !ringtrace_tracepoint_enabled(mem, sampling))
+		return;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&announced, &expect, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	int was = in_hook;
+	in_hook = 1;
+	ringtrace_tracepoint(mem, sampling, memsample_mean, memsample_seed, memsample_capacity,
+			     (uint32_t)memsample_status, (uint8_t)memsample_fixed_seed);
+	in_hook = was;
+}
+
+static __attribute__((noinline)) void untracked(void *p)
+{
+	int was = in_hook;
+	in_hook = 1;
+	if (agg())
+		memagg_sample_untracked();
+	else
+		ringtrace_tracepoint(mem, untracked, (uint64_t)(uintptr_t)p);
+	in_hook = was;
+}
+
+/* Aggregate mode, a block not sampled: its exact count only. */
+static __attribute__((noinline)) void agg_count(unsigned fam, void *p, size_t size, void *site)
+{
+	in_hook = 1;
+	memagg_count(fam, p, size, usable_of(p), (uint64_t)(uintptr_t)site);
+	in_hook = 0;
+}
+
+/* A sampled block (P NULL: a failed allocation, always recorded). */
+static __attribute__((noinline)) void sampled_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
+{
+	announce();
+	if (agg()) {
+		in_hook = 1;
+		size_t u = usable_of(p);
+		memagg_count(fam, p, size, u, (uint64_t)(uintptr_t)site);
+		if (p) {
+			/* The estimate row's counters first: a free racing in
+			 * (the program's bug) finds the row counted. */
+			uint64_t info = memagg_sample_alloc(fam, size, u, agg_key(site), 1);
+			if (memsample_insert((uintptr_t)p, info) < 0) {
+				memagg_sample_free(info, 0, u); /* not alive: its free will not be seen */
+				memagg_sample_untracked();
+			}
+		}
+		in_hook = 0;
+		return;
+	}
+	/* Remembered before the event and before the program has the
+	 * block: its free, in any thread, finds it. */
+	int lost = p && memsample_insert((uintptr_t)p, 0) < 0;
+	rec_alloc(fam, p, size, align, site);
+	if (lost)
+		untracked(p);
+}
+
+static __attribute__((noinline)) void sampled_free(unsigned fam, void *p, void *site)
+{
+	uint64_t info;
+	if (!memsample_take((uintptr_t)p, &info))
+		return;
+	if (agg()) {
+		in_hook = 1;
+		memagg_sample_free(info, mem_free_class(fam), usable_of(p));
+		in_hook = 0;
+		return;
+	}
+	rec_free(fam, p, site);
+}
+
+static inline void ev_alloc(unsigned fam, void *p, size_t size, size_t align, void *site)
+{
+	if (__builtin_expect(memsample_mode == MEMSAMPLE_OFF, 1)) {
+		rec_alloc(fam, p, size, align, site);
+		return;
+	}
+	/* MEMSAMPLE_ON: tracing() is 0 when the configuration was bad. */
+	if (p && !memsample_pick(size)) {
+		if (agg())
+			agg_count(fam, p, size, site);
+		return;
+	}
+	sampled_alloc(fam, p, size, align, site);
+}
+
+/* Before the real free, as rec_free: the block leaves the set first. */
+static inline void ev_free(unsigned fam, void *p, void *site)
+{
+	if (__builtin_expect(memsample_mode == MEMSAMPLE_OFF, 1)) {
+		rec_free(fam, p, site);
+		return;
+	}
+	if (memsample_maybe(p))
+		sampled_free(fam, p, site);
+}
+
+/* realloc while sampling, both modes: the old block leaves the set
+ * before the real realloc (the address may be handed to another thread
+ * as soon as it returns) and comes back if the realloc failed. The new
+ * block is a new allocation for the countdown. Events: both sampled,
+ * realloc(old, ptr); only the new, realloc(0, ptr) (an allocation); only
+ * the old, realloc(old, 0) of size 0 (the old block's end). */
+struct samp_old {
+	uint64_t info;
+	size_t usable;
+	int had;
+};
+
+static __attribute__((noinline)) void sampled_realloc_pre(void *old, struct samp_old *o)
+{
+	o->had = 0;
+	if (!old || !memsample_maybe(old))
+		return;
+	in_hook = 1;
+	if (memsample_take((uintptr_t)old, &o->info)) {
+		o->had = 1;
+		o->usable = usable_of(old);
+	}
+	in_hook = 0;
+}
+
+static __attribute__((noinline)) void sampled_realloc_post(unsigned fam, void *old, void *p, size_t size, void *site,
+							     const struct samp_old *o)
+{
+	if (!p && size) {
+		/* Failed: the old block stays as it was; the failure is
+		 * recorded, as every failed allocation. */
+		if (o->had && memsample_insert((uintptr_t)old, o->info) < 0) {
+			if (agg()) {
+				in_hook = 1;
+				memagg_sample_free(o->info, 0, o->usable);
+				in_hook = 0;
+			}
+			untracked(old);
+		}
+		if (agg())
+			agg_count(fam, NULL, size, site);
+		else
+			rec_realloc(fam, NULL, NULL, size, site);
+		return;
+	}
+	int pick = p && memsample_pick(size);
+	if (pick)
+		announce();
+	if (agg()) {
+		in_hook = 1;
+		size_t u = usable_of(p);
+		if (p)
+			memagg_count(fam, p, size, u, (uint64_t)(uintptr_t)site);
+		if (o->had)
+			memagg_sample_free(o->info, MEM_C_MALLOC, o->usable);
+		if (pick) {
+			uint64_t info = memagg_sample_alloc(fam, size, u, agg_key(site), 1);
+			if (memsample_insert((uintptr_t)p, info) < 0) {
+				memagg_sample_free(info, 0, u);
+				memagg_sample_untracked();
+			}
+		}
+		in_hook = 0;
+		return;
+	}
+	if (pick) {
+		int lost = memsample_insert((uintptr_t)p, 0) < 0;
+		rec_realloc(fam, o->had ? old : NULL, p, size, site);
+		if (lost)
+			untracked(p);
+	} else if (o->had) {
+		rec_realloc(fam, old, NULL, 0, site);
+	}
 }
 
 /* in_hook for the rest of a scope, restored even when an exception
@@ -341,13 +542,45 @@ static void agg_child(void)
 	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
 }
 
+/* A forked child announces its sampling in its own trace (when it is
+ * followed, libringtrace's fork handler, registered before this one, has
+ * given it buffers by now). */
+static void sample_child(void)
+{
+	__atomic_store_n(&announced, 0, __ATOMIC_RELAXED);
+	announce();
+}
+
+/* Sampling's configuration, read once by whichever constructor runs
+ * first (both need it). */
+static void sample_setup(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	int was = in_hook;
+	in_hook = 1; /* the set's mapping is the tracer's */
+	memsample_init();
+	if (memsample_mode != MEMSAMPLE_OFF)
+		pthread_atfork(NULL, NULL, sample_child);
+	in_hook = was;
+}
+
 __attribute__((constructor(101))) static void memagg_ctor(void)
 {
 	if (!getenv("RINGTRACE_MEM_AGG") || !ready())
 		return;
+	sample_setup();
 	in_hook = 1;
-	if (memagg_attach() == 0 && memagg_hdr)
+	if (memagg_attach() == 0 && memagg_hdr) {
 		pthread_atfork(NULL, NULL, agg_child);
+		/* Before any count: readers know which rows mean what. */
+		memagg_hdr->sample_mean = memsample_mode == MEMSAMPLE_ON ? memsample_mean : 0;
+		memagg_hdr->sample_seed = memsample_seed;
+		memagg_hdr->sample_status = (uint32_t)memsample_status;
+		memagg_hdr->sample_flags = memsample_fixed_seed ? MEMAGG_SAMPLE_FIXED_SEED : 0;
+	}
 	unsetenv("RINGTRACE_MEM_AGG");
 	in_hook = 0;
 }
@@ -408,6 +641,14 @@ EXPORT void *realloc(void *old, size_t size)
 		}
 		return p;
 	}
+	if (__builtin_expect(memsample_mode != MEMSAMPLE_OFF, 0) && tracing()) {
+		struct samp_old o;
+		void *o_ptr = in_pool(old) ? NULL : old;
+		sampled_realloc_pre(o_ptr, &o);
+		void *p = in_pool(old) ? pool_move(old, size) : real.realloc(old, size);
+		sampled_realloc_post(MEM_A_REALLOC, o_ptr, p, size, __builtin_return_address(0), &o);
+		return p;
+	}
 	if (__builtin_expect(agg() != NULL, 0) && tracing()) {
 		struct agg_old o;
 		void *o_ptr = in_pool(old) ? NULL : old;
@@ -418,7 +659,7 @@ EXPORT void *realloc(void *old, size_t size)
 	}
 	void *p = in_pool(old) ? pool_move(old, size) : real.realloc(old, size);
 	if (tracing())
-		ev_realloc(MEM_A_REALLOC, in_pool(old) ? NULL : old, p, size, __builtin_return_address(0));
+		rec_realloc(MEM_A_REALLOC, in_pool(old) ? NULL : old, p, size, __builtin_return_address(0));
 	return p;
 }
 
@@ -432,6 +673,16 @@ EXPORT void *reallocarray(void *old, size_t n, size_t each)
 	if (__builtin_expect(!ready(), 0) || in_pool(old) || !real.reallocarray)
 		return realloc(old, size);
 	void *p;
+	if (__builtin_expect(memsample_mode != MEMSAMPLE_OFF, 0) && tracing()) {
+		struct samp_old so;
+		sampled_realloc_pre(old, &so);
+		{
+			GUARD;
+			p = real.reallocarray(old, n, each);
+		}
+		sampled_realloc_post(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0), &so);
+		return p;
+	}
 	struct agg_old o;
 	int aggr = agg() && tracing();
 	if (aggr)
@@ -444,7 +695,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t each)
 	if (aggr)
 		agg_realloc_post(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0), &o);
 	else if (tracing())
-		ev_realloc(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0));
+		rec_realloc(MEM_A_REALLOCARRAY, old, p, size, __builtin_return_address(0));
 	return p;
 }
 
@@ -778,6 +1029,7 @@ __attribute__((constructor(101))) static void memtrace_init(void)
 {
 	(void)ready();
 	GUARD; /* its allocations (and setenv's) are the tracer's */
+	sample_setup();
 	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
 	if (follow && !strcmp(follow, "1"))
 		return;
@@ -813,4 +1065,14 @@ __attribute__((constructor(101))) static void memtrace_init(void)
 	else
 		unsetenv("LD_PRELOAD");
 	free(keep);
+}
+
+/* After the constructors that register this file's events (no priority,
+ * so after memtrace_init): say how the trace is sampled before the
+ * program runs, and why nothing is recorded when the configuration was
+ * refused. */
+__attribute__((constructor)) static void memsample_announce(void)
+{
+	if (memsample_mode != MEMSAMPLE_OFF)
+		announce();
 }

@@ -90,6 +90,8 @@ enum {
 	EV_FREE,
 	EV_ALLOC_LARGE,
 	EV_ALLOC,
+	EV_SAMPLING,
+	EV_UNTRACKED,
 	EV_N
 };
 
@@ -104,6 +106,8 @@ static const struct ctf_event_class classes[] = {
 	{ EV_FREE, "mem", "free", "x64 ptr;x64 site;u8 family" },
 	{ EV_ALLOC_LARGE, "mem", "alloc_large", "x64 ptr;x64 site;u64 size;u64 usable;u8 family;u8 align_log2" },
 	{ EV_ALLOC, "mem", "alloc", "x64 ptr;x64 site;u32 size;u32 usable;u8 family;u8 align_log2" },
+	{ EV_SAMPLING, "mem", "sampling", "u64 mean;u64 seed;u64 capacity;u32 status;u8 fixed_seed" },
+	{ EV_UNTRACKED, "mem", "untracked", "x64 ptr" },
 };
 #define NCLASSES (sizeof(classes) / sizeof(classes[0]))
 
