@@ -56,6 +56,11 @@ struct sess_stats {
 	 * percent of its size (100 in overwrite mode once it wrapped). */
 	unsigned fullest_pct;
 	uint32_t fullest_cpu;
+	/* Snapshot mode (the flight recorder, record -p --snapshot): the
+	 * program's buffers are not consumed; events counts what it
+	 * committed, bytes stays 0, and these count the snapshots written. */
+	int snapshot_mode;
+	uint64_t snapshots;
 };
 
 /* ---- record, record -p, mem ---------------------------------------------- */

@@ -191,8 +191,61 @@ static int gone(pid_t pid, pid_t child)
  * kept). `child`: our child (reaped here, its status in *wstatus), or 0.
  * Returns the number of snapshots that failed.
  */
+/* The figures of a snapshot session for the caller's on_round: what the
+ * program committed and lost into its live buffers, and how many
+ * snapshots are written. */
+struct watch_totals {
+	const struct ringtrace__rb *rb;  /* the live buffers last looked at */
+	struct sess_stats last, base;    /* their figures; those of the buffers before */
+};
+
+static void watch_stats(struct watch_totals *wt, const struct ctl_ring *live, long snapshots, struct sess_stats *ret)
+{
+	/* A snapshot swaps the live buffers for fresh ones, whose counters
+	 * start at 0: the figures of the ones before are added in. */
+	if (live->rb != wt->rb) {
+		wt->base.events += wt->last.events;
+		wt->base.lost_full += wt->last.lost_full;
+		wt->base.lost_overwrite += wt->last.lost_overwrite;
+		wt->base.lost_too_big += wt->last.lost_too_big;
+		wt->base.lost_nocpu += wt->last.lost_nocpu;
+		memset(&wt->last, 0, sizeof(wt->last));
+		wt->rb = live->rb;
+	}
+	struct sess_stats *st = &wt->last;
+	memset(st, 0, sizeof(*st));
+	if (live->rb) {
+		const struct ringtrace__rb *rb = live->rb;
+		uint64_t ring = rb->buf_mask + 1;
+		for (uint32_t c = 0; c < rb->ncpus; c++) {
+			struct ctl_cpu_stat cs;
+			ctl_ring_cpu_stat(rb, c, &cs);
+			st->events += cs.written;
+			st->lost_full += cs.lost_full;
+			st->lost_overwrite += cs.lost_overwrite;
+			st->lost_too_big += cs.lost_too_big;
+			st->lost_nocpu += cs.lost_nocpu;
+			/* Overwrite mode: full once it wrapped. */
+			unsigned pct = !ring || cs.bytes >= ring ? 100 : (unsigned)(cs.bytes * 100 / ring);
+			if (pct > st->fullest_pct || c == 0) {
+				st->fullest_pct = pct;
+				st->fullest_cpu = c;
+			}
+		}
+	}
+	*ret = *st;
+	ret->events += wt->base.events;
+	ret->lost_full += wt->base.lost_full;
+	ret->lost_overwrite += wt->base.lost_overwrite;
+	ret->lost_too_big += wt->base.lost_too_big;
+	ret->lost_nocpu += wt->base.lost_nocpu;
+	ret->snapshot_mode = 1;
+	ret->snapshots = (uint64_t)snapshots;
+}
+
 static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, unsigned out_flags, pid_t child,
-			  int *wstatus, volatile sig_atomic_t *stop, struct ctl_ring *initial)
+			  int *wstatus, volatile sig_atomic_t *stop, struct ctl_ring *initial,
+			  const struct sess_opts *o)
 {
 	/* The live buffers, and the spare ones mapped before a snapshot makes
 	 * them live: whenever the program dies, we hold its current buffers. */
@@ -210,8 +263,17 @@ static int snapshot_watch(struct ctl_handle *h, int odfd, const char *outdir, un
 	uint32_t seen_trig = child ? 0 : cnt.trig;
 	int failed = 0, signaled = 0, reaped = 0;
 	long n = 0;
+	struct watch_totals wt = { 0 };
+	struct sess_stats st;
 	for (;;) {
 		ctl_watch_follow(h, &live, &spare);
+		/* Each round, and so before each swap: the buffers' figures are
+		 * added in when they go (watch_stats). A round may serve a
+		 * request without waiting: the caller hears of each. */
+		if (o && o->on_round) {
+			watch_stats(&wt, &live, n, &st);
+			o->on_round(o->arg, &st);
+		}
 		int dead;
 		if (child) {
 			siginfo_t si = { 0 };
@@ -351,7 +413,7 @@ int sess_snapshot(const struct sess_snap_opts *o)
 				sess_log(SESS_SRC_SNAPSHOT, "process %d: snapshots are not enabled, its requests fail until 'ringtrace snapshot-enable %d'\n",
 					(int)pid, (int)pid);
 			int ws = 0;
-			status = snapshot_watch(&h, odfd, outdir, out_flags, 0, &ws, o->stop, NULL) ? -EIO : 0;
+			status = snapshot_watch(&h, odfd, outdir, out_flags, 0, &ws, o->stop, NULL, NULL) ? -EIO : 0;
 			ctl_watch_release(&h);
 		}
 		uint64_t t0 = sess_mono_ms();
@@ -444,7 +506,7 @@ int sess_attach_snapshot(struct sess *r, int *ret_status)
 	sess_log(SESS_SRC_RECORD, "snapshots of '%s' (pid %d) go to %s; Ctrl-C detaches\n", r->comm, (int)r->child,
 		r->outdir);
 	int ws = 0;
-	status = snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, 0, &ws, r->o->stop, NULL) ? -EIO : 0;
+	status = snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, 0, &ws, r->o->stop, NULL, r->o) ? -EIO : 0;
 	if (status == 0 && sess_dir_is_empty(r->outdir) && rmdir(r->outdir) == 0)
 		sess_log(SESS_SRC_RECORD, "no snapshot was taken: %s not kept\n", r->outdir);
 out:
@@ -512,7 +574,7 @@ int sess_flight(struct sess *r, int *ret_status)
 		nanosleep(&d, NULL);
 	}
 	if (opened) {
-		snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, r->child, &ws, r->o->stop, &initial);
+		snapshot_watch(&r->live.ctl, r->odfd, r->outdir, r->out_flags, r->child, &ws, r->o->stop, &initial, r->o);
 	} else {
 		/* It died before its constructor published the block (or it
 		 * does not use libringtrace): recover what the buffers hold. */

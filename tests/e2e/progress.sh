@@ -5,7 +5,8 @@
 # recording (events, bytes, lost by cause, the fullest buffer), erased
 # before the summary; cut to the terminal's width; never written to a
 # pipe or file unless --progress asks (then plain lines), never with
-# --quiet; plain lines on TERM=dumb; the program's own output unchanged.
+# --quiet; plain lines on TERM=dumb; the program's own output unchanged;
+# the flight recorder's line counts events committed and snapshots.
 #
 #   tests/e2e/progress.sh [BUILD_DIR]
 set -u
@@ -85,6 +86,17 @@ if have "$PROGS/memprog"; then
 	grep -q "${ESC}\[K" mem.txt && ! tr '\r' '\n' <mem.txt | grep -q "events recorded" && why "mem: no summary"
 fi
 finish "ringtrace mem: the status line while recording, erased before the report"
+
+# 6. The flight recorder: what the program committed and the snapshots
+# written (20 snapshots, 50 ms apart: over a second).
+begin
+if have "$PROGS/flightprog"; then
+	on_tty flight.txt "stty cols 200; '$RT' record --flight-recorder --snapshot-on 'fl:req if status >= 500' -o '$T/f1' -- '$PROGS/flightprog' statuses 20000"
+	grep -q "ringtrace: [0-9.]* s | .* events/s | [1-9][0-9.]* [kM]* *events | [1-9][0-9]* snapshots* | " flight.txt ||
+		{ why "no status line with events and snapshots"; show flight.txt 4; }
+	ls -d "$T"/f1/snapshot-* >/dev/null 2>&1 || why "no snapshot written"
+fi
+finish "the flight recorder: the status line counts the program's events and the snapshots written"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
