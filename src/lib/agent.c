@@ -865,9 +865,12 @@ static void start_thread(void)
 
 /*
  * RINGTRACE_FOLLOW="fork=F exec=E sb=BYTES nsb=N mode=M stacks=S bits=B
- * sock=NAME" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one a line),
- * set by the recorder. Read once, in the constructor; taken out of the
- * environment unless exec'ed programs are followed too. A malformed value
+ * sock=NAME[ self=PID]" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one
+ * a line), set by the recorder. Read once, in the constructor; taken out
+ * of the environment unless exec'ed programs are followed too. exec=2
+ * follows only the execs of process PID (the program the recorder runs,
+ * through its wrappers): a program another process executes is not
+ * followed, and the variable leaves its environment. A malformed value
  * follows nothing.
  */
 void agent_follow_init(void)
@@ -878,16 +881,20 @@ void agent_follow_init(void)
 	uint64_t sb = 0;
 	unsigned nsb = 0, mode = 0, stacks = 0, bits = 0;
 	char name[sizeof(follow.sock)] = "";
+	int self = 0, nf;
 	memset(&follow, 0, sizeof(follow));
-	if (env && sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s", &f, &e,
-			  &sb, &nsb, &mode, &stacks, &bits, name) == 8 &&
+	if (env &&
+	    ((nf = sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s self=%d", &f,
+			  &e, &sb, &nsb, &mode, &stacks, &bits, name, &self)) == 8 || nf == 9) &&
 	    sb >= (1u << RB_SB_MIN_SHIFT) && sb <= (1u << RB_SB_MAX_SHIFT) && !(sb & (sb - 1)) &&
 	    nsb >= (1u << RB_NSB_MIN_SHIFT) && nsb <= (1u << RB_NSB_MAX_SHIFT) && !(nsb & (nsb - 1)) &&
 	    mode <= RINGTRACE__MODE_OVERWRITE && stacks <= 1 &&
 	    (bits == 0 || (bits >= STACKMAP_BITS_MIN && bits <= STACKMAP_BITS_MAX)) && name[0] &&
 	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(name)) {
 		follow.fork = f == 1;
-		follow.exec = e == 1;
+		/* exec=2: only the traced process's own execs (same pid,
+		 * `self`), the default of a recording; not a forked child's. */
+		follow.exec = e == 1 || (e == 2 && self > 0 && self == (int)getpid());
 		follow.sb_size = sb;
 		follow.nsb = nsb;
 		follow.mode = mode;

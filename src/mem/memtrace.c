@@ -764,16 +764,40 @@ __attribute__((destructor)) static void memtrace_fini(void)
 /* ---- start-up ------------------------------------------------------------ */
 
 /*
+ * Does this library stay in LD_PRELOAD? RINGTRACE_MEM_FOLLOW=1 (record
+ * --follow-exec): for every program. RINGTRACE_MEM_FOLLOW=self:PID (the
+ * default): in process PID only, the program the recorder runs, so that
+ * the program it executes in its own process (a wrapper's exec, `sh -c
+ * 'exec ...'`, env) is traced too; a child it forks that executes a
+ * program is not the same pid, and takes it out at start.
+ */
+static int mem_follows_exec(void)
+{
+	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
+	if (!follow)
+		return 0;
+	if (!strcmp(follow, "1"))
+		return 1;
+	if (strncmp(follow, "self:", 5))
+		return 0;
+	char *end;
+	long pid = strtol(follow + 5, &end, 10);
+	if (!*end && pid > 0 && pid == (long)getpid())
+		return 1;
+	unsetenv("RINGTRACE_MEM_FOLLOW");
+	return 0;
+}
+
+/*
  * Look the functions up before main, and take this library out of
- * LD_PRELOAD: programs this one starts are left alone (the recorder
- * follows them only when asked, RINGTRACE_MEM_FOLLOW=1).
+ * LD_PRELOAD: programs this one starts are left alone unless followed
+ * (mem_follows_exec()).
  */
 __attribute__((constructor(101))) static void memtrace_init(void)
 {
 	(void)ready();
 	GUARD; /* its allocations (and setenv's) are the tracer's */
-	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
-	if (follow && !strcmp(follow, "1"))
+	if (mem_follows_exec())
 		return;
 	const char *pre = getenv("LD_PRELOAD");
 	if (!pre)
