@@ -173,10 +173,71 @@ static inline struct memagg_header *agg(void)
 	return __atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED);
 }
 
+/*
+ * Allocations made before tracing is on: those of ld.so and of the
+ * constructors of the libraries initialised before our events are
+ * registered (a constructor of this object) and before libringtrace has
+ * attached the recorder's buffers (its constructor; and with stacks, its
+ * dlopen of libunwind runs every constructor still pending, the
+ * program's libraries' too, inside its own). They are kept in a static
+ * array, in order, and written when tracing turns out to be on
+ * (early_end()): every event goes there until then, so none written
+ * directly comes before an earlier one kept. They carry their call site,
+ * size and usable size as they were; their time and stack are those of
+ * the moment they are written (before main). Discarded if nothing records
+ * once libringtrace has started. Pairs: early_on's release store in
+ * early_end() with the acquire loads here.
+ */
+#define EARLY_MAX 1024
+enum { EARLY_ALLOC, EARLY_FREE, EARLY_REALLOC };
+struct early_ev {
+	void *p, *old, *site;
+	size_t size, usable;
+	uint8_t kind, fam, align_log2;
+	uint8_t done;                /* written: release store, acquire load in early_write_range() */
+};
+static struct early_ev early_evs[EARLY_MAX];
+static unsigned early_n;             /* slots taken (may pass EARLY_MAX: those are lost) */
+static int early_on = 1;
+
+static inline int early(void)
+{
+	return __builtin_expect(__atomic_load_n(&early_on, __ATOMIC_ACQUIRE), 0);
+}
+
+static void early_end(int write);
+
+/* Keep one event for early_end(): 1 if kept (or lost: the array is
+ * full), 0 if tracing is on and the caller writes it itself. */
+static __attribute__((noinline)) int early_keep(unsigned kind, unsigned fam, void *p, void *old, size_t size,
+						size_t usable, size_t align, void *site)
+{
+	if (!early())
+		return 0;
+	if (agg() || ringtrace_tracepoint_enabled(mem, alloc)) {
+		early_end(1);
+		return 0;
+	}
+	unsigned i = __atomic_fetch_add(&early_n, 1, __ATOMIC_RELAXED);
+	if (i >= EARLY_MAX)
+		return 1;
+	struct early_ev *e = &early_evs[i];
+	e->p = p;
+	e->old = old;
+	e->site = site;
+	e->size = size;
+	e->usable = usable;
+	e->kind = (uint8_t)kind;
+	e->fam = (uint8_t)fam;
+	e->align_log2 = (uint8_t)(align > 1 ? __builtin_ctzll(align) : 0);
+	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
 static inline int tracing(void)
 {
 	return !in_hook && !ringtrace__tls.busy &&
-	       (agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
+	       (early() || agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
 		ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
 }
 
@@ -196,6 +257,10 @@ static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t siz
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
+	if (early_keep(EARLY_ALLOC, fam, p, NULL, size, u, align, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (agg()) {
 		memagg_alloc(fam, p, size, u, agg_key(site));
 		in_hook = 0;
@@ -213,6 +278,10 @@ static __attribute__((noinline)) void ev_alloc(unsigned fam, void *p, size_t siz
 static __attribute__((noinline)) void ev_free(unsigned fam, void *p, void *site)
 {
 	in_hook = 1;
+	if (early() && early_keep(EARLY_FREE, fam, p, NULL, 0, usable_of(p), 0, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (agg()) {
 		memagg_free(p, mem_free_class(fam), usable_of(p));
 		in_hook = 0;
@@ -266,6 +335,10 @@ static __attribute__((noinline)) void ev_realloc(unsigned fam, void *old, void *
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
+	if (early_keep(EARLY_REALLOC, fam, p, old, size, u, 0, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (size <= UINT32_MAX && u <= UINT32_MAX)
 		ringtrace_tracepoint(mem, realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
 				     (uint64_t)(uintptr_t)site, (uint32_t)size, (uint32_t)u, (uint8_t)fam);
@@ -757,6 +830,8 @@ EXPORT int dlclose(void *handle)
 
 __attribute__((destructor)) static void memtrace_fini(void)
 {
+	if (early())
+		early_end(agg() || ringtrace_tracepoint_enabled(mem, alloc));
 	if (agg() || ringtrace_tracepoint_enabled(mem, alloc))
 		ringtrace__maps_changed();
 }
@@ -831,4 +906,84 @@ __attribute__((constructor(101))) static void memtrace_init(void)
 	else
 		unsetenv("LD_PRELOAD");
 	free(keep);
+}
+
+/* ---- the allocations made before tracing is on (early_keep()) ---------- */
+
+/* One kept event, written as it would have been then. */
+static void early_write(const struct early_ev *e)
+{
+	uint64_t p = (uint64_t)(uintptr_t)e->p, site = (uint64_t)(uintptr_t)e->site;
+	if (agg()) {
+		/* By call site: the stack now is not theirs. */
+		if (e->kind == EARLY_FREE) {
+			memagg_free(e->p, mem_free_class(e->fam), e->usable);
+			return;
+		}
+		if (e->kind == EARLY_REALLOC && e->old)
+			memagg_free(e->old, MEM_C_MALLOC, 0);
+		if (e->p || e->kind == EARLY_ALLOC)
+			memagg_alloc(e->fam, e->p, e->size, e->usable, site);
+		return;
+	}
+	int small = e->size <= UINT32_MAX && e->usable <= UINT32_MAX;
+	if (e->kind == EARLY_FREE)
+		ringtrace_tracepoint(mem, free, p, site, e->fam);
+	else if (e->kind == EARLY_ALLOC && small)
+		ringtrace_tracepoint(mem, alloc, p, site, (uint32_t)e->size, (uint32_t)e->usable, e->fam, e->align_log2);
+	else if (e->kind == EARLY_ALLOC)
+		ringtrace_tracepoint(mem, alloc_large, p, site, (uint64_t)e->size, (uint64_t)e->usable, e->fam,
+				     e->align_log2);
+	else if (small)
+		ringtrace_tracepoint(mem, realloc, (uint64_t)(uintptr_t)e->old, p, site, (uint32_t)e->size,
+				     (uint32_t)e->usable, e->fam);
+	else
+		ringtrace_tracepoint(mem, realloc_large, (uint64_t)(uintptr_t)e->old, p, site, (uint64_t)e->size,
+				     (uint64_t)e->usable, e->fam);
+}
+
+static void early_write_range(unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to && i < EARLY_MAX; i++)
+		if (__atomic_load_n(&early_evs[i].done, __ATOMIC_ACQUIRE))
+			early_write(&early_evs[i]);
+}
+
+/*
+ * The end of keeping: what was kept is written (WRITE) or dropped, in
+ * order, then events are written directly. Once, by the first thread to
+ * get here. Slots another thread took meanwhile are written after;
+ * before main, threads are rare, and an event of another thread may come
+ * out before the kept ones.
+ */
+static void early_end(int write)
+{
+	static int ending;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&ending, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	GUARD;
+	unsigned n = __atomic_load_n(&early_n, __ATOMIC_RELAXED);
+	if (write)
+		early_write_range(0, n);
+	__atomic_store_n(&early_on, 0, __ATOMIC_RELEASE);
+	unsigned m = __atomic_load_n(&early_n, __ATOMIC_RELAXED);
+	if (write)
+		early_write_range(n, m);
+}
+
+/*
+ * After our events are registered (defined after them: this object's
+ * constructors run in order). Tracing on: what was kept is written now.
+ * Off, and libringtrace's start-up over (it is not running on this
+ * thread): nothing will record it. Off inside libringtrace's start-up
+ * (its dlopen of libunwind runs us): the first event once it is on
+ * writes them (early_keep()), or our destructor.
+ */
+__attribute__((constructor)) static void early_ctor(void)
+{
+	if (agg() || ringtrace_tracepoint_enabled(mem, alloc))
+		early_end(1);
+	else if (!ringtrace__tls.busy)
+		early_end(0);
 }
