@@ -219,8 +219,13 @@ static __attribute__((noinline)) int early_keep(unsigned kind, unsigned fam, voi
 		return 0;
 	}
 	unsigned i = __atomic_fetch_add(&early_n, 1, __ATOMIC_RELAXED);
-	if (i >= EARLY_MAX)
+	if (i >= EARLY_MAX) {
+		/* Full, and still off after libringtrace's start-up: this
+		 * process is not recorded; stop paying for it. */
+		if (!ringtrace__tls.busy)
+			early_end(0);
 		return 1;
+	}
 	struct early_ev *e = &early_evs[i];
 	e->p = p;
 	e->old = old;
