@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -414,19 +415,59 @@ static void pend_leave(struct pend_new *saved)
  * block is mapped before main, with in_hook set so that the mappings made
  * for it are not the program's. A forked child stops counting (its
  * allocations would land in its parent's counters). */
+static int agg_follow_fork;          /* --follow-fork: a child counts into its own block */
+
 static void agg_child(void)
 {
-	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+	struct memagg_header *h = agg();
+	if (!h || !agg_follow_fork) {
+		__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+		return;
+	}
+	int was = in_hook;
+	in_hook = 1;
+	if (memagg_own(h->key_bits, h->by_stack) < 0)
+		__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+	in_hook = was;
+}
+
+static int mem_follows_exec(void);
+
+/*
+ * Followed processes under --aggregate (RINGTRACE_MEM_AGG_FOLLOW="fork=F",
+ * set by the recorder): the program's block's key bits and kind are added
+ * to the variable for the programs it executes, and a followed one (the
+ * tracer stays in its LD_PRELOAD only then) makes a block of its own
+ * (memagg_own()); a forked child makes one when F is 1.
+ */
+static void agg_follow_start(void)
+{
+	const char *env = getenv("RINGTRACE_MEM_AGG_FOLLOW");
+	int f = 0;
+	unsigned bits = 0, stack = 0;
+	if (!env)
+		return;
+	int n = sscanf(env, "fork=%d bits=%u stack=%u", &f, &bits, &stack);
+	agg_follow_fork = f == 1;
+	if (agg()) {
+		char v[64];
+		snprintf(v, sizeof(v), "fork=%d bits=%u stack=%u", f == 1, agg()->key_bits, agg()->by_stack);
+		setenv("RINGTRACE_MEM_AGG_FOLLOW", v, 1);
+		return;
+	}
+	if (n == 3 && mem_follows_exec() && memagg_own(bits, stack) == 0)
+		pthread_atfork(NULL, NULL, agg_child);
 }
 
 __attribute__((constructor(101))) static void memagg_ctor(void)
 {
-	if (!getenv("RINGTRACE_MEM_AGG") || !ready())
+	if (!ready())
 		return;
 	in_hook = 1;
-	if (memagg_attach() == 0 && memagg_hdr)
+	if (getenv("RINGTRACE_MEM_AGG") && memagg_attach() == 0 && memagg_hdr)
 		pthread_atfork(NULL, NULL, agg_child);
 	unsetenv("RINGTRACE_MEM_AGG");
+	agg_follow_start();
 	in_hook = 0;
 }
 

@@ -12,7 +12,9 @@
  * datagram queue).
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -24,7 +26,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/outdir.h"
+#include "mem/mem_agg.h"
 #include "session/session_int.h"
 
 /*
@@ -154,6 +159,10 @@ void sess_follow_env(const struct sess *r)
 		snprintf(mf, sizeof(mf), "self:%d", (int)getpid());
 		setenv("RINGTRACE_MEM_FOLLOW", r->o->follow_exec ? "1" : mf, 1);
 	}
+	/* --aggregate: each followed process counts into a block of its own
+	 * (src/mem/memagg.c, memagg_own(); follow_agg() below). */
+	if (r->o->aggregate)
+		setenv("RINGTRACE_MEM_AGG_FOLLOW", r->o->follow_fork ? "fork=1" : "fork=0", 1);
 }
 
 /* DIR/children/PID-NAME (NAME with characters other than [A-Za-z0-9._-]
@@ -240,6 +249,62 @@ static void follow_image(struct follow *f, unsigned seq, const char *comm, const
 	}
 }
 
+/*
+ * --aggregate: the followed process's own counters' block, which it makes
+ * once we have woken it and holds until we have it open (src/mem/memagg.c,
+ * memagg_own()): found through /proc/PID/fd (a memfd named as ours, whose
+ * header names the process), opened, marked held, and the process woken.
+ * Saved into its trace directory when it ends (sess_finish()). Looked for
+ * 1 s at most (the process waits as long).
+ */
+static void follow_agg(struct sess *r, pid_t pid)
+{
+	char dir[64], path[64 + 256], link[256];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	for (int attempt = 0; attempt < 1000 && r->run.agg_fd < 0; attempt++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)) && r->run.agg_fd < 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			ssize_t n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = 0;
+			if (strncmp(link, "/memfd:ringtrace-memagg", 23))
+				continue;
+			int fd = open(path, O_RDWR | O_CLOEXEC);
+			struct stat st;
+			if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct memagg_header)) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			uint32_t nslots;
+			struct memagg_header *h = m;
+			if (m != MAP_FAILED && memagg_check(m, (size_t)st.st_size, &nslots) &&
+			    __atomic_load_n(&h->pid, __ATOMIC_RELAXED) == (uint32_t)pid) {
+				r->run.agg_fd = fd;
+				/* Pairs with the acquire load in memagg_own(). */
+				__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
+				ctl_futex(&h->held, FUTEX_WAKE, INT_MAX, NULL);
+			} else {
+				close(fd);
+			}
+			if (m != MAP_FAILED)
+				munmap(m, (size_t)st.st_size);
+		}
+		if (d)
+			closedir(d);
+		if (r->run.agg_fd < 0) {
+			if (kill(pid, 0) < 0 && errno == ESRCH)
+				break;
+			struct timespec ts = { 0, 1000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 static void *follow_session(void *arg)
 {
 	struct follow_sess *s = arg;
@@ -287,6 +352,8 @@ static void *follow_session(void *arg)
 	r->live.reader_claimed = 1;
 	/* Pairs with the acquire load in follow_start(): it goes on now. */
 	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
+	if (r->o->aggregate)
+		follow_agg(r, s->pid);
 	k = sess_reader_from_region(r);
 	if (k < 0) {
 		sess_log(SESS_SRC_RECORD, "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));

@@ -160,5 +160,33 @@ if have "$RT" "$EP" "$MEMLIB"; then
 fi
 finish "record --mem: a block a library's constructor allocates before ours run is in the report"
 
+# ---- --aggregate with --follow-fork and --follow-exec ------------------------------------
+begin
+FT=$PB/tests/mem/follow_tree
+if have "$RT" "$FT" "$MEMLIB"; then
+	timeout $TO "$FT" >ft.plain 2>/dev/null
+	ft_status=$?
+	timeout $TO "$RT" record --mem --aggregate --follow-fork --follow-exec -o ag -- "$FT" >ag.out 2>ag.err
+	eq "status" "$?" "$ft_status"
+	eq "output" "$(cat ag.out)" "$(cat ft.plain)"
+	[ -f ag/mem/aggregate.bin ] || { why "no ag/mem/aggregate.bin"; show ag.err; }
+	"$RT" report ag --by function --top 0 --json >ag.json 2>/dev/null
+	eq "parent" "$(row ag.json parent_work)" "100 100 102450 0 0 0 0 malloc"
+	# Each followed process's counters in its own directory, by
+	# function (follow_tree.c says who allocates what).
+	got=""
+	for d in ag/children/*; do
+		[ -f "$d/mem/aggregate.bin" ] || { why "no $d/mem/aggregate.bin"; continue; }
+		"$RT" report "$d" --first-image --by function --top 0 --json >"$d.json" 2>/dev/null
+		for f in child_work grandchild_work exec_work quick_work.isra.0 quick_work; do
+			r=$(row "$d.json" $f)
+			[ "$r" = "rows:0" ] || got+="$f:$(cut -d' ' -f1-2 <<<"$r" | tr ' ' /) "
+		done
+	done
+	eq "children" "$(tr ' ' '\n' <<<"$got" | sed 's/\.isra\.0//' | sort | tr '\n' ' ')" \
+		" child_work:120/100 exec_work:37/30 grandchild_work:33/33 quick_work:5/0 "
+fi
+finish "record --mem --aggregate --follow-fork --follow-exec: each followed process's counters saved in its own trace directory"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
