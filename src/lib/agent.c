@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -1018,11 +1019,55 @@ static int follow_start(const char *kind)
 	return 0;
 }
 
+/* The executable's DT_NEEDED names libringtrace (dl_iterate_phdr gives
+ * it first; ld.so has relocated its DT_STRTAB entry). */
+static int exe_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	int *needs = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	const char *str = NULL;
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			str = (const char *)d->d_un.d_ptr;
+	for (const ElfW(Dyn) *d = dyn; d && str && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED && !strncmp(str + d->d_un.d_val, "libringtrace.so", 15))
+			*needs = 1;
+	return 1; /* the executable only */
+}
+
+static int exe_needs_us(void)
+{
+	int needs = 0;
+	dl_iterate_phdr(exe_cb, &needs);
+	return needs;
+}
+
+/*
+ * Loaded only because a process traced by `record --mem` left the
+ * allocation tracer in the environment it handed down
+ * (RINGTRACE_MEM_FOLLOW=self:PID, another pid than ours: src/mem/
+ * memtrace.c takes itself out of LD_PRELOAD here) into a program that
+ * does not use libringtrace itself (its executable does not need it):
+ * that program stays as it would be without us, no control block, no
+ * thread.
+ */
+static int preloaded_only(void)
+{
+	const char *mf = getenv("RINGTRACE_MEM_FOLLOW");
+	if (!mf || strncmp(mf, "self:", 5) || atol(mf + 5) == (long)getpid())
+		return 0;
+	return !exe_needs_us();
+}
+
 void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, int fd)
 {
 	cur.fd = fd;
 	const char *env = getenv("RINGTRACE_CONTROL");
-	int control = !(env && !strcmp(env, "0"));
+	int control = !(env && !strcmp(env, "0")) && !(!recorder_rb && preloaded_only());
 	if (recorder_rb) {
 		cur.rb = recorder_rb;
 		cur.mem = mem;

@@ -115,8 +115,10 @@ finish "ringtrace mem -- python3 through a shim script: the interpreter is repor
 begin
 if have "$RT" "$MP" "$EP" "$MEMLIB"; then
 	# The shell forks memprog (not its last command), a shell printing its
-	# LD_PRELOAD, then executes early_prog in its own process.
-	script="'$MP' pattern >/dev/null 2>&1; sh -c 'echo pre=[\$LD_PRELOAD]'; exec '$EP'"
+	# LD_PRELOAD and whether it has a control block (libringtrace's, which
+	# a program that does not use it must not get), then executes
+	# early_prog in its own process.
+	script="'$MP' pattern >/dev/null 2>&1; sh -c 'echo pre=[\$LD_PRELOAD] ctl=\$(ls /dev/shm/ringtrace.ctl.\$\$ 2>/dev/null | wc -l)'; exec '$EP'"
 	env -u LD_PRELOAD timeout $TO sh -c "$script" >fk.plain 2>/dev/null
 	fk_status=$?
 	timeout $TO "$RT" mem -q -o fk -- sh -c "$script" >fk.out 2>fk.err
