@@ -707,7 +707,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 
 static const char report_usage[] =
 	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
-	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR] [--allow-shared-dir]\n";
+	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR] [--allow-shared-dir]\n"
+	"                           [--first-image]\n";
 
 /* The call site of stack ID: its first frame outside the tracer's
  * wrappers (0 if the stack is not in the trace's map). */
