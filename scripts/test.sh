@@ -158,6 +158,9 @@ fi
 if [ -x tests/e2e/mem_losses.sh ]; then
 	suite "allocation report under lost events, inherited frees (gcc build)" tests/e2e/mem_losses.sh build
 fi
+if [ -x tests/e2e/mem_exec.sh ]; then
+	suite "a program behind wrappers, allocations before the tracer's constructors (gcc build)" tests/e2e/mem_exec.sh build
+fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi

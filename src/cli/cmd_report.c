@@ -27,6 +27,7 @@
 
 #include "analyze/frames.h"
 #include "cli/cli.h"
+#include "cli/execs.h"
 #include "cli/mem_agg_io.h"
 #include "cli/progress.h"
 #include "cli/report.h"
@@ -706,7 +707,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 
 static const char report_usage[] =
 	"usage: ringtrace report DIR [--by callsite|stack|function] [--sort KEY] [--top N] [--json]\n"
-	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR] [--allow-shared-dir]\n";
+	"                           [--html -o FILE.html] [-o FILE] [--debug-dir DIR] [--allow-shared-dir]\n"
+	"                           [--first-image]\n";
 
 /* The call site of stack ID: its first frame outside the tracer's
  * wrappers (0 if the stack is not in the trace's map). */
@@ -840,6 +842,17 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 {
 	char err[512];
 	struct rd_trace *t;
+	/* The program executed others in its own process: the report is
+	 * the last one's, the program that finally ran. */
+	char last[PATH_MAX], name[64];
+	int e = r->first_image ? 0 : execs_last(dir, last, sizeof(last), name, sizeof(name));
+	if (e < 0)
+		fprintf(stderr, PFX "%s/execs is damaged: the report is of the first program only\n", dir);
+	else if (e > 0) {
+		fprintf(stderr, PFX "the program executed '%s' in its process: the report is of its trace, %s (--first-image: the first program's)\n",
+			name, last);
+		dir = last;
+	}
 	if (rd_trace_open(dir, &t, err, sizeof(err)) < 0) {
 		fprintf(stderr, PFX "%s: %s\n", dir, err);
 		return 2;
@@ -961,6 +974,8 @@ int cmd_report(int argc, char **argv)
 			       "  --by KEY      callsite (default), stack (needs --stacks) or function\n"
 			       "  --sort KEY    requested (default), allocated, allocs, frees, frag, leaked, xcpu\n"
 			       "  --top N       rows to print (default 20, 0: all)\n"
+			       "  --first-image when the program executed another in its process (a wrapper,\n"
+			       "                sh -c 'exec ...'), the first one's report, not the last one's\n"
 			       "  --json        one JSON object\n"
 			       "  --html        one self-contained HTML page (needs -o): the heap over time,\n"
 			       "                the rows by call site and by stack, flame graphs of the bytes\n"
@@ -975,6 +990,10 @@ int cmd_report(int argc, char **argv)
 		}
 		if (!strcmp(a, "--json")) {
 			r.json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--first-image")) {
+			r.first_image = 1;
 			continue;
 		}
 		if (!strcmp(a, "--html")) {

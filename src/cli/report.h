@@ -107,6 +107,7 @@ struct report {
 	int by;                      /* 0 callsite, 1 stack, 2 function */
 	int sort;
 	long top;
+	int first_image;             /* --first-image: not the last exec'ed (cli/execs.h) */
 	int json;
 	int html;
 	const char *debug_dir;

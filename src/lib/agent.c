@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -868,9 +869,12 @@ static void start_thread(void)
 
 /*
  * RINGTRACE_FOLLOW="fork=F exec=E sb=BYTES nsb=N mode=M stacks=S bits=B
- * sock=NAME" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one a line),
- * set by the recorder. Read once, in the constructor; taken out of the
- * environment unless exec'ed programs are followed too. A malformed value
+ * sock=NAME[ self=PID]" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one
+ * a line), set by the recorder. Read once, in the constructor; taken out
+ * of the environment unless exec'ed programs are followed too. exec=2
+ * follows only the execs of process PID (the program the recorder runs,
+ * through its wrappers): a program another process executes is not
+ * followed, and the variable leaves its environment. A malformed value
  * follows nothing.
  */
 void agent_follow_init(void)
@@ -881,16 +885,20 @@ void agent_follow_init(void)
 	uint64_t sb = 0;
 	unsigned nsb = 0, mode = 0, stacks = 0, bits = 0;
 	char name[sizeof(follow.sock)] = "";
+	int self = 0, nf;
 	memset(&follow, 0, sizeof(follow));
-	if (env && sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s", &f, &e,
-			  &sb, &nsb, &mode, &stacks, &bits, name) == 8 &&
+	if (env &&
+	    ((nf = sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s self=%d", &f,
+			  &e, &sb, &nsb, &mode, &stacks, &bits, name, &self)) == 8 || nf == 9) &&
 	    sb >= (1u << RB_SB_MIN_SHIFT) && sb <= (1u << RB_SB_MAX_SHIFT) && !(sb & (sb - 1)) &&
 	    nsb >= (1u << RB_NSB_MIN_SHIFT) && nsb <= (1u << RB_NSB_MAX_SHIFT) && !(nsb & (nsb - 1)) &&
 	    mode <= RINGTRACE__MODE_OVERWRITE && stacks <= 1 &&
 	    (bits == 0 || (bits >= STACKMAP_BITS_MIN && bits <= STACKMAP_BITS_MAX)) && name[0] &&
 	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(name)) {
 		follow.fork = f == 1;
-		follow.exec = e == 1;
+		/* exec=2: only the traced process's own execs (same pid,
+		 * `self`), the default of a recording; not a forked child's. */
+		follow.exec = e == 1 || (e == 2 && self > 0 && self == (int)getpid());
 		follow.sb_size = sb;
 		follow.nsb = nsb;
 		follow.mode = mode;
@@ -1014,11 +1022,55 @@ static int follow_start(const char *kind)
 	return 0;
 }
 
+/* The executable's DT_NEEDED names libringtrace (dl_iterate_phdr gives
+ * it first; ld.so has relocated its DT_STRTAB entry). */
+static int exe_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	int *needs = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	const char *str = NULL;
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			str = (const char *)d->d_un.d_ptr;
+	for (const ElfW(Dyn) *d = dyn; d && str && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED && !strncmp(str + d->d_un.d_val, "libringtrace.so", 15))
+			*needs = 1;
+	return 1; /* the executable only */
+}
+
+static int exe_needs_us(void)
+{
+	int needs = 0;
+	dl_iterate_phdr(exe_cb, &needs);
+	return needs;
+}
+
+/*
+ * Loaded only because a process traced by `record --mem` left the
+ * allocation tracer in the environment it handed down
+ * (RINGTRACE_MEM_FOLLOW=self:PID, another pid than ours: src/mem/
+ * memtrace.c takes itself out of LD_PRELOAD here) into a program that
+ * does not use libringtrace itself (its executable does not need it):
+ * that program stays as it would be without us, no control block, no
+ * thread.
+ */
+static int preloaded_only(void)
+{
+	const char *mf = getenv("RINGTRACE_MEM_FOLLOW");
+	if (!mf || strncmp(mf, "self:", 5) || atol(mf + 5) == (long)getpid())
+		return 0;
+	return !exe_needs_us();
+}
+
 void agent_start(struct ringtrace__rb *recorder_rb, void *mem, uint64_t size, int fd)
 {
 	cur.fd = fd;
 	const char *env = getenv("RINGTRACE_CONTROL");
-	int control = !(env && !strcmp(env, "0"));
+	int control = !(env && !strcmp(env, "0")) && !(!recorder_rb && preloaded_only());
 	if (recorder_rb) {
 		cur.rb = recorder_rb;
 		cur.mem = mem;

@@ -105,7 +105,8 @@ struct memagg_header {
 	uint64_t unknown_frees;      /* frees of a block not known as alive */
 	uint64_t keys_full;          /* calls counted in the overflow slot */
 	uint32_t cache_cursor;       /* caches claimed (may pass MEMAGG_CACHES) */
-	uint32_t pad2a;
+	uint32_t held;               /* a followed process's own block: 1 once the
+				      * recorder has it open (futex word) */
 	uint64_t pad2[4];
 };
 _Static_assert(sizeof(struct memagg_header) == 192, "three cache lines");

@@ -43,6 +43,7 @@
 #include "mem/memsample.h"
 
 struct memagg_header *memagg_hdr;
+static int agg_fd = -1;              /* the block's descriptor, -1 if none */
 static struct memagg_slot *slots;
 static uint32_t slot_mask;
 static uint64_t slot_seed;
@@ -77,6 +78,8 @@ static inline uint64_t mix(uint64_t x)
 	return x;
 }
 
+static int attach_fd(long fd);
+
 int memagg_attach(void)
 {
 	const char *env = getenv("RINGTRACE_MEM_AGG");
@@ -86,6 +89,12 @@ int memagg_attach(void)
 	long fd = strtol(env + 3, &end, 10);
 	if (*end || fd < 0 || fd > 1 << 20)
 		return -EINVAL;
+	return attach_fd(fd);
+}
+
+static int attach_fd(long fd)
+{
+	char *end;
 	struct stat st;
 	if (fstat((int)fd, &st) < 0 || st.st_size < (off_t)sizeof(struct memagg_header))
 		return -EINVAL;
@@ -126,6 +135,7 @@ int memagg_attach(void)
 	/* The descriptor stays open: `ringtrace top` finds the block through
 	 * /proc/PID/fd. Not inherited by programs this one executes. */
 	fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	agg_fd = (int)fd;
 	__atomic_store_n(&memagg_hdr, h, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -498,4 +508,71 @@ void memagg_sample_free(uint64_t info, int free_class, size_t usable)
 void memagg_sample_untracked(void)
 {
 	add(&memagg_hdr->untracked, 1);
+}
+
+/* ---- a followed process's own block ---------------------------------------
+ *
+ * Under --aggregate with --follow-fork/--follow-exec, a followed process
+ * (a forked child, an exec'ed program) counts into a block of its own,
+ * saved into its trace directory. It makes the block here (a memfd named
+ * as the recorder names its own, laid out with the recorder's key bits
+ * and key kind), maps it as memagg_attach() does, and waits until the
+ * recorder, which looks for it through /proc/PID/fd once it has taken the
+ * process's buffers (src/session/follow.c, follow_agg()), has it open:
+ * `held` in the header, 1 s at most. Runs in a fork child handler or a
+ * constructor, where only this thread runs the program's code.
+ */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+
+int memagg_own(uint32_t bits, uint32_t by_stack)
+{
+	size_t size = memagg_size(bits);
+	int fd = (int)syscall(SYS_memfd_create, "ringtrace-memagg", (unsigned)MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) < 0 ||
+	    (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	int k = memagg_init(m, size, bits, by_stack);
+	munmap(m, size);
+	if (k < 0) {
+		close(fd);
+		return k;
+	}
+	/* The inherited table of live blocks and the thread's cache are the
+	 * parent's: ours start empty. */
+	if (live)
+		munmap(live, (live_mask + 1) * sizeof(struct live_blk));
+	live = NULL;
+	my_cache = -1;
+	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+	int old = agg_fd;
+	k = attach_fd(fd);
+	if (k < 0) {
+		close(fd);
+		return k;
+	}
+	/* The parent's block is not ours to keep open. */
+	if (old >= 0 && old != fd)
+		close(old);
+	/* Pairs with the recorder's release store of `held` and its
+	 * FUTEX_WAKE. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!__atomic_load_n(&memagg_hdr->held, __ATOMIC_ACQUIRE)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t left = 1000000000 - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 + (now.tv_nsec - t0.tv_nsec));
+		if (left <= 0)
+			break;
+		struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+		syscall(SYS_futex, &memagg_hdr->held, FUTEX_WAIT, 0, &ts, NULL, 0);
+	}
+	return 0;
 }

@@ -21,6 +21,11 @@ extern struct memagg_header *memagg_hdr;
  * or a negative errno (the mode then stays off). */
 int memagg_attach(void);
 
+/* A block of our own (a followed process under --aggregate): made, mapped
+ * in place of the inherited one, and held until the recorder has it open
+ * (1 s at most). 0 or a negative errno (counting then stays off). */
+int memagg_own(uint32_t bits, uint32_t by_stack);
+
 /* An allocation of SIZE bytes (USABLE by the allocator) at PTR, NULL if it
  * failed, counted under KEY (a call site, or MEMAGG_KEY_STACK | stack id). */
 void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key);

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -182,10 +183,76 @@ static inline struct memagg_header *agg(void)
 	return __atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED);
 }
 
+/*
+ * Allocations made before tracing is on: those of ld.so and of the
+ * constructors of the libraries initialised before our events are
+ * registered (a constructor of this object) and before libringtrace has
+ * attached the recorder's buffers (its constructor; and with stacks, its
+ * dlopen of libunwind runs every constructor still pending, the
+ * program's libraries' too, inside its own). They are kept in a static
+ * array, in order, and written when tracing turns out to be on
+ * (early_end()): every event goes there until then, so none written
+ * directly comes before an earlier one kept. They carry their call site,
+ * size and usable size as they were; their time and stack are those of
+ * the moment they are written (before main). Discarded if nothing records
+ * once libringtrace has started. Pairs: early_on's release store in
+ * early_end() with the acquire loads here.
+ */
+#define EARLY_MAX 1024
+enum { EARLY_ALLOC, EARLY_FREE, EARLY_REALLOC };
+struct early_ev {
+	void *p, *old, *site;
+	size_t size, usable;
+	uint8_t kind, fam, align_log2;
+	uint8_t done;                /* written: release store, acquire load in early_write_range() */
+};
+static struct early_ev early_evs[EARLY_MAX];
+static unsigned early_n;             /* slots taken (may pass EARLY_MAX: those are lost) */
+static int early_on = 1;
+
+static inline int early(void)
+{
+	return __builtin_expect(__atomic_load_n(&early_on, __ATOMIC_ACQUIRE), 0);
+}
+
+static void early_end(int write);
+
+/* Keep one event for early_end(): 1 if kept (or lost: the array is
+ * full), 0 if tracing is on and the caller writes it itself. */
+static __attribute__((noinline)) int early_keep(unsigned kind, unsigned fam, void *p, void *old, size_t size,
+						size_t usable, size_t align, void *site)
+{
+	if (!early())
+		return 0;
+	if (agg() || ringtrace_tracepoint_enabled(mem, alloc)) {
+		early_end(1);
+		return 0;
+	}
+	unsigned i = __atomic_fetch_add(&early_n, 1, __ATOMIC_RELAXED);
+	if (i >= EARLY_MAX) {
+		/* Full, and still off after libringtrace's start-up: this
+		 * process is not recorded; stop paying for it. */
+		if (!ringtrace__tls.busy)
+			early_end(0);
+		return 1;
+	}
+	struct early_ev *e = &early_evs[i];
+	e->p = p;
+	e->old = old;
+	e->site = site;
+	e->size = size;
+	e->usable = usable;
+	e->kind = (uint8_t)kind;
+	e->fam = (uint8_t)fam;
+	e->align_log2 = (uint8_t)(align > 1 ? __builtin_ctzll(align) : 0);
+	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
 static inline int tracing(void)
 {
 	return !in_hook && !ringtrace__tls.busy && memsample_mode != MEMSAMPLE_BAD &&
-	       (agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
+	       (early() || agg() || ringtrace_tracepoint_enabled(mem, alloc) || ringtrace_tracepoint_enabled(mem, free) ||
 		ringtrace_tracepoint_enabled(mem, realloc) || ringtrace_tracepoint_enabled(mem, mmap));
 }
 
@@ -205,6 +272,10 @@ static __attribute__((noinline)) void rec_alloc(unsigned fam, void *p, size_t si
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
+	if (early_keep(EARLY_ALLOC, fam, p, NULL, size, u, align, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (agg()) {
 		memagg_alloc(fam, p, size, u, agg_key(site));
 		in_hook = 0;
@@ -222,6 +293,10 @@ static __attribute__((noinline)) void rec_alloc(unsigned fam, void *p, size_t si
 static __attribute__((noinline)) void rec_free(unsigned fam, void *p, void *site)
 {
 	in_hook = 1;
+	if (early() && early_keep(EARLY_FREE, fam, p, NULL, 0, usable_of(p), 0, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (agg()) {
 		memagg_free(p, mem_free_class(fam), usable_of(p));
 		in_hook = 0;
@@ -275,6 +350,10 @@ static __attribute__((noinline)) void rec_realloc(unsigned fam, void *old, void 
 {
 	in_hook = 1;
 	size_t u = usable_of(p);
+	if (early_keep(EARLY_REALLOC, fam, p, old, size, u, 0, site)) {
+		in_hook = 0;
+		return;
+	}
 	if (size <= UINT32_MAX && u <= UINT32_MAX)
 		ringtrace_tracepoint(mem, realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p,
 				     (uint64_t)(uintptr_t)site, (uint32_t)size, (uint32_t)u, (uint8_t)fam);
@@ -537,9 +616,67 @@ static void pend_leave(struct pend_new *saved)
  * block is mapped before main, with in_hook set so that the mappings made
  * for it are not the program's. A forked child stops counting (its
  * allocations would land in its parent's counters). */
+static int agg_follow_fork;          /* --follow-fork: a child counts into its own block */
+
+static void sample_setup(void);
+
+/* Before any count: readers of the block know which rows mean what. */
+static void agg_describe_sampling(void)
+{
+	struct memagg_header *h = agg();
+	if (!h)
+		return;
+	sample_setup();
+	h->sample_mean = memsample_mode == MEMSAMPLE_ON ? memsample_mean : 0;
+	h->sample_seed = memsample_seed;
+	h->sample_status = (uint32_t)memsample_status;
+	h->sample_flags = memsample_fixed_seed ? MEMAGG_SAMPLE_FIXED_SEED : 0;
+}
+
 static void agg_child(void)
 {
-	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+	struct memagg_header *h = agg();
+	if (!h || !agg_follow_fork) {
+		__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+		return;
+	}
+	int was = in_hook;
+	in_hook = 1;
+	if (memagg_own(h->key_bits, h->by_stack) < 0)
+		__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
+	else
+		agg_describe_sampling();
+	in_hook = was;
+}
+
+static int mem_follows_exec(void);
+
+/*
+ * Followed processes under --aggregate (RINGTRACE_MEM_AGG_FOLLOW="fork=F",
+ * set by the recorder): the program's block's key bits and kind are added
+ * to the variable for the programs it executes, and a followed one (the
+ * tracer stays in its LD_PRELOAD only then) makes a block of its own
+ * (memagg_own()); a forked child makes one when F is 1.
+ */
+static void agg_follow_start(void)
+{
+	const char *env = getenv("RINGTRACE_MEM_AGG_FOLLOW");
+	int f = 0;
+	unsigned bits = 0, stack = 0;
+	if (!env)
+		return;
+	int n = sscanf(env, "fork=%d bits=%u stack=%u", &f, &bits, &stack);
+	agg_follow_fork = f == 1;
+	if (agg()) {
+		char v[64];
+		snprintf(v, sizeof(v), "fork=%d bits=%u stack=%u", f == 1, agg()->key_bits, agg()->by_stack);
+		setenv("RINGTRACE_MEM_AGG_FOLLOW", v, 1);
+		return;
+	}
+	if (n == 3 && mem_follows_exec() && memagg_own(bits, stack) == 0) {
+		agg_describe_sampling();
+		pthread_atfork(NULL, NULL, agg_child);
+	}
 }
 
 /* A forked child announces its sampling in its own trace (when it is
@@ -569,19 +706,16 @@ static void sample_setup(void)
 
 __attribute__((constructor(101))) static void memagg_ctor(void)
 {
-	if (!getenv("RINGTRACE_MEM_AGG") || !ready())
+	if (!ready())
 		return;
 	sample_setup();
 	in_hook = 1;
-	if (memagg_attach() == 0 && memagg_hdr) {
+	if (getenv("RINGTRACE_MEM_AGG") && memagg_attach() == 0 && memagg_hdr) {
 		pthread_atfork(NULL, NULL, agg_child);
-		/* Before any count: readers know which rows mean what. */
-		memagg_hdr->sample_mean = memsample_mode == MEMSAMPLE_ON ? memsample_mean : 0;
-		memagg_hdr->sample_seed = memsample_seed;
-		memagg_hdr->sample_status = (uint32_t)memsample_status;
-		memagg_hdr->sample_flags = memsample_fixed_seed ? MEMAGG_SAMPLE_FIXED_SEED : 0;
+		agg_describe_sampling();
 	}
 	unsetenv("RINGTRACE_MEM_AGG");
+	agg_follow_start();
 	in_hook = 0;
 }
 
@@ -1014,6 +1148,8 @@ EXPORT int dlclose(void *handle)
 
 __attribute__((destructor)) static void memtrace_fini(void)
 {
+	if (early())
+		early_end(agg() || ringtrace_tracepoint_enabled(mem, alloc));
 	if (agg() || ringtrace_tracepoint_enabled(mem, alloc))
 		ringtrace__maps_changed();
 }
@@ -1021,17 +1157,41 @@ __attribute__((destructor)) static void memtrace_fini(void)
 /* ---- start-up ------------------------------------------------------------ */
 
 /*
+ * Does this library stay in LD_PRELOAD? RINGTRACE_MEM_FOLLOW=1 (record
+ * --follow-exec): for every program. RINGTRACE_MEM_FOLLOW=self:PID (the
+ * default): in process PID only, the program the recorder runs, so that
+ * the program it executes in its own process (a wrapper's exec, `sh -c
+ * 'exec ...'`, env) is traced too; a child it forks that executes a
+ * program is not the same pid, and takes it out at start.
+ */
+static int mem_follows_exec(void)
+{
+	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
+	if (!follow)
+		return 0;
+	if (!strcmp(follow, "1"))
+		return 1;
+	if (strncmp(follow, "self:", 5))
+		return 0;
+	char *end;
+	long pid = strtol(follow + 5, &end, 10);
+	if (!*end && pid > 0 && pid == (long)getpid())
+		return 1;
+	unsetenv("RINGTRACE_MEM_FOLLOW");
+	return 0;
+}
+
+/*
  * Look the functions up before main, and take this library out of
- * LD_PRELOAD: programs this one starts are left alone (the recorder
- * follows them only when asked, RINGTRACE_MEM_FOLLOW=1).
+ * LD_PRELOAD: programs this one starts are left alone unless followed
+ * (mem_follows_exec()).
  */
 __attribute__((constructor(101))) static void memtrace_init(void)
 {
 	(void)ready();
 	GUARD; /* its allocations (and setenv's) are the tracer's */
 	sample_setup();
-	const char *follow = getenv("RINGTRACE_MEM_FOLLOW");
-	if (follow && !strcmp(follow, "1"))
+	if (mem_follows_exec())
 		return;
 	const char *pre = getenv("LD_PRELOAD");
 	if (!pre)
@@ -1075,4 +1235,136 @@ __attribute__((constructor)) static void memsample_announce(void)
 {
 	if (memsample_mode != MEMSAMPLE_OFF)
 		announce();
+}
+
+/* ---- the allocations made before tracing is on (early_keep()) ---------- */
+
+/* One kept event, written as it would have been then. */
+/*
+ * Under sampling (event log), a kept event meets the draw a live one
+ * would have met, in the order they happened: an allocation is picked by
+ * the countdown (and enters the set of sampled blocks), a free is written
+ * only for a sampled block, a realloc becomes what sampled_realloc_post()
+ * writes. Failed allocations are all written, as live ones. *e may be
+ * changed; 0: not written, 1: write it, 2: write it, then say the block
+ * is untracked (the set is full).
+ */
+static int early_draw(struct early_ev *e)
+{
+	uint64_t info;
+	if (e->kind == EARLY_FREE)
+		return e->p && memsample_take((uintptr_t)e->p, &info);
+	int had = e->kind == EARLY_REALLOC && e->old && memsample_take((uintptr_t)e->old, &info);
+	if (!e->p)
+		return e->size || had; /* a failure; or realloc(old, 0) that freed */
+	if (!memsample_pick(e->size)) {
+		if (!had)
+			return 0;
+		/* Only the old block was sampled: its end. */
+		e->p = NULL;
+		e->size = e->usable = 0;
+		return 1;
+	}
+	announce();
+	if (e->kind == EARLY_REALLOC && !had)
+		e->old = NULL; /* an allocation, as far as the samples go */
+	/* The set full: written, then said untracked, as sampled_alloc(). */
+	return memsample_insert((uintptr_t)e->p, 0) < 0 ? 2 : 1;
+}
+
+static void early_write_one(const struct early_ev *e);
+
+static void early_write(const struct early_ev *kept)
+{
+	struct early_ev copy = *kept;
+	int draw = 1;
+	if (memsample_mode == MEMSAMPLE_ON && !agg() && !(draw = early_draw(&copy)))
+		return;
+	early_write_one(&copy);
+	if (draw == 2)
+		untracked(copy.p);
+}
+
+static void early_write_one(const struct early_ev *e)
+{
+	uint64_t p = (uint64_t)(uintptr_t)e->p, site = (uint64_t)(uintptr_t)e->site;
+	if (agg()) {
+		/* By call site: the stack now is not theirs. */
+		if (e->kind == EARLY_FREE) {
+			memagg_free(e->p, mem_free_class(e->fam), e->usable);
+			return;
+		}
+		if (e->kind == EARLY_REALLOC && e->old)
+			memagg_free(e->old, MEM_C_MALLOC, 0);
+		if (e->p || e->kind == EARLY_ALLOC)
+			memagg_alloc(e->fam, e->p, e->size, e->usable, site);
+		return;
+	}
+	int small = e->size <= UINT32_MAX && e->usable <= UINT32_MAX;
+	if (e->kind == EARLY_FREE)
+		ringtrace_tracepoint(mem, free, p, site, e->fam);
+	else if (e->kind == EARLY_ALLOC && small)
+		ringtrace_tracepoint(mem, alloc, p, site, (uint32_t)e->size, (uint32_t)e->usable, e->fam, e->align_log2);
+	else if (e->kind == EARLY_ALLOC)
+		ringtrace_tracepoint(mem, alloc_large, p, site, (uint64_t)e->size, (uint64_t)e->usable, e->fam,
+				     e->align_log2);
+	else if (small)
+		ringtrace_tracepoint(mem, realloc, (uint64_t)(uintptr_t)e->old, p, site, (uint32_t)e->size,
+				     (uint32_t)e->usable, e->fam);
+	else
+		ringtrace_tracepoint(mem, realloc_large, (uint64_t)(uintptr_t)e->old, p, site, (uint64_t)e->size,
+				     (uint64_t)e->usable, e->fam);
+}
+
+static void early_write_range(unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to && i < EARLY_MAX; i++)
+		if (__atomic_load_n(&early_evs[i].done, __ATOMIC_ACQUIRE))
+			early_write(&early_evs[i]);
+}
+
+/*
+ * The end of keeping: what was kept is written (WRITE) or dropped, in
+ * order, then events are written directly. Once, by the first thread to
+ * get here. Slots another thread took meanwhile are written after;
+ * before main, threads are rare, and an event of another thread may come
+ * out before the kept ones.
+ */
+static void early_end(int write)
+{
+	static int ending;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&ending, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	GUARD;
+	/* Under sampling the kept events go through the draw when written
+	 * (early_draw()); in aggregate mode, whose exact and estimated rows
+	 * they would have to be split into, they are dropped (documented in
+	 * docs/mem.md), and a refused configuration records nothing. */
+	sample_setup();
+	if (memsample_mode == MEMSAMPLE_BAD || (memsample_mode == MEMSAMPLE_ON && agg()))
+		write = 0;
+	unsigned n = __atomic_load_n(&early_n, __ATOMIC_RELAXED);
+	if (write)
+		early_write_range(0, n);
+	__atomic_store_n(&early_on, 0, __ATOMIC_RELEASE);
+	unsigned m = __atomic_load_n(&early_n, __ATOMIC_RELAXED);
+	if (write)
+		early_write_range(n, m);
+}
+
+/*
+ * After our events are registered (defined after them: this object's
+ * constructors run in order). Tracing on: what was kept is written now.
+ * Off, and libringtrace's start-up over (it is not running on this
+ * thread): nothing will record it. Off inside libringtrace's start-up
+ * (its dlopen of libunwind runs us): the first event once it is on
+ * writes them (early_keep()), or our destructor.
+ */
+__attribute__((constructor)) static void early_ctor(void)
+{
+	if (agg() || ringtrace_tracepoint_enabled(mem, alloc))
+		early_end(1);
+	else if (!ringtrace__tls.busy)
+		early_end(0);
 }

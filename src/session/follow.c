@@ -12,7 +12,9 @@
  * datagram queue).
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -24,7 +26,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "util/outdir.h"
+#include "mem/mem_agg.h"
 #include "session/session_int.h"
 
 /*
@@ -89,11 +94,13 @@ struct follow_sess {
 	int conn;                    /* its connection, until its notice is read */
 	pid_t pid, ppid;
 	uint64_t start;              /* its start time when its lineage was checked */
+	unsigned seq;                /* order of acceptance */
 	char kind[8];
 };
 
 #define FOLLOW_MAX_DEPTH 4096        /* parent links walked, at most */
 #define FOLLOW_NAMED 64              /* processes named in the summary, at most */
+#define FOLLOW_IMAGES 16             /* images of the program named in the summary */
 
 struct follow {
 	const struct sess *top;       /* the program's recording: options, DIR */
@@ -108,18 +115,33 @@ struct follow {
 	pid_t lost[FOLLOW_NAMED];    /* ... the first ones */
 	unsigned long long malformed; /* notices from inside that made no sense */
 	int stop;
+	/* The program's own execs (same pid): its images after the first, in
+	 * order, each a trace in DIR/children; the last one is the program
+	 * that finally ran. Under the lock. */
+	unsigned nimages;
+	struct {
+		unsigned seq;
+		char comm[17];
+		char *dir;
+	} images[FOLLOW_IMAGES];
+	int self_only;               /* only those: no --follow-fork/--follow-exec */
 	/* The accepting thread's own (read by sess_follow_end() after the join). */
 	unsigned long long refused;  /* notices from outside the traced program */
+	unsigned seq;                /* connections accepted */
 };
 
 /* In the program's child, before exec: what followed processes record
  * with, and where they say so. */
 void sess_follow_env(const struct sess *r)
 {
-	char v[256];
-	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s", r->o->follow_fork,
-		 r->o->follow_exec, (unsigned long long)(r->o->buf_size / r->nsb), r->nsb, r->mode, r->o->stacks,
-		 r->o->stack_bits, r->follow->name);
+	char v[256], self[32] = "";
+	/* Without --follow-exec, the program's own execs are followed (exec=2,
+	 * the pid we are now, which it keeps), not those of its children. */
+	if (!r->o->follow_exec)
+		snprintf(self, sizeof(self), " self=%d", (int)getpid());
+	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s%s", r->o->follow_fork,
+		 r->o->follow_exec ? 1 : 2, (unsigned long long)(r->o->buf_size / r->nsb), r->nsb, r->mode,
+		 r->o->stacks, r->o->stack_bits, r->follow->name, self);
 	setenv("RINGTRACE_FOLLOW", v, 1);
 	/* -e patterns, one a line (for exec'ed programs: a forked child
 	 * inherits its parent's selection). */
@@ -130,9 +152,17 @@ void sess_follow_env(const struct sess *r)
 	ev[n] = 0;
 	if (n)
 		setenv("RINGTRACE_FOLLOW_EVENTS", ev, 1);
-	/* The allocation tracer stays in LD_PRELOAD of executed programs. */
-	if (r->o->memtrace && r->o->follow_exec)
-		setenv("RINGTRACE_MEM_FOLLOW", "1", 1);
+	/* The allocation tracer stays in LD_PRELOAD of executed programs: of
+	 * all of them, or of the program's own (src/mem/memtrace.c). */
+	if (r->o->memtrace) {
+		char mf[32];
+		snprintf(mf, sizeof(mf), "self:%d", (int)getpid());
+		setenv("RINGTRACE_MEM_FOLLOW", r->o->follow_exec ? "1" : mf, 1);
+	}
+	/* --aggregate: each followed process counts into a block of its own
+	 * (src/mem/memagg.c, memagg_own(); follow_agg() below). */
+	if (r->o->aggregate)
+		setenv("RINGTRACE_MEM_AGG_FOLLOW", r->o->follow_fork ? "fork=1" : "fork=0", 1);
 }
 
 /* DIR/children/PID-NAME (NAME with characters other than [A-Za-z0-9._-]
@@ -200,6 +230,81 @@ static int follow_read_notice(struct follow_sess *s)
 	return 0;
 }
 
+/* An image of the program (its own exec), in order of acceptance; the
+ * first FOLLOW_IMAGES - 1 and the last are kept. Under f->lock. */
+static void follow_image(struct follow *f, unsigned seq, const char *comm, const char *dir)
+{
+	unsigned i = f->nimages < FOLLOW_IMAGES ? f->nimages++ : FOLLOW_IMAGES - 1;
+	if (f->nimages == FOLLOW_IMAGES && i == FOLLOW_IMAGES - 1 && f->images[i].seq > seq)
+		return;
+	free(f->images[i].dir);
+	f->images[i].seq = seq;
+	snprintf(f->images[i].comm, sizeof(f->images[i].comm), "%s", comm);
+	f->images[i].dir = strdup(dir);
+	/* Sessions may start out of order: keep them sorted. */
+	for (; i > 0 && f->images[i - 1].seq > f->images[i].seq; i--) {
+		__typeof__(f->images[0]) t = f->images[i];
+		f->images[i] = f->images[i - 1];
+		f->images[i - 1] = t;
+	}
+}
+
+/*
+ * --aggregate: the followed process's own counters' block, which it makes
+ * once we have woken it and holds until we have it open (src/mem/memagg.c,
+ * memagg_own()): found through /proc/PID/fd (a memfd named as ours, whose
+ * header names the process), opened, marked held, and the process woken.
+ * Saved into its trace directory when it ends (sess_finish()). Looked for
+ * 1 s at most (the process waits as long).
+ */
+static void follow_agg(struct sess *r, pid_t pid)
+{
+	char dir[64], path[64 + 256], link[256];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	for (int attempt = 0; attempt < 1000 && r->run.agg_fd < 0; attempt++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)) && r->run.agg_fd < 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			ssize_t n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = 0;
+			if (strncmp(link, "/memfd:ringtrace-memagg", 23))
+				continue;
+			int fd = open(path, O_RDWR | O_CLOEXEC);
+			struct stat st;
+			if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct memagg_header)) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			uint32_t nslots;
+			struct memagg_header *h = m;
+			if (m != MAP_FAILED && memagg_check(m, (size_t)st.st_size, &nslots) &&
+			    __atomic_load_n(&h->pid, __ATOMIC_RELAXED) == (uint32_t)pid) {
+				r->run.agg_fd = fd;
+				/* Pairs with the acquire load in memagg_own(). */
+				__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
+				ctl_futex(&h->held, FUTEX_WAKE, INT_MAX, NULL);
+			} else {
+				close(fd);
+			}
+			if (m != MAP_FAILED)
+				munmap(m, (size_t)st.st_size);
+		}
+		if (d)
+			closedir(d);
+		if (r->run.agg_fd < 0) {
+			if (kill(pid, 0) < 0 && errno == ESRCH)
+				break;
+			struct timespec ts = { 0, 1000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 static void *follow_session(void *arg)
 {
 	struct follow_sess *s = arg;
@@ -247,6 +352,8 @@ static void *follow_session(void *arg)
 	r->live.reader_claimed = 1;
 	/* Pairs with the acquire load in follow_start(): it goes on now. */
 	ctl_futex(&r->rb->hdr->reader_pid, FUTEX_WAKE, INT_MAX, NULL);
+	if (r->o->aggregate)
+		follow_agg(r, s->pid);
 	k = sess_reader_from_region(r);
 	if (k < 0) {
 		sess_log(SESS_SRC_RECORD, "cannot follow process %d: %s\n", (int)s->pid, strerror(-k));
@@ -257,6 +364,8 @@ static void *follow_session(void *arg)
 	followed = 1;
 	pthread_mutex_lock(&f->lock);
 	f->last_ms = sess_mono_ms();
+	if (s->pid == f->top->child && !strcmp(s->kind, "exec"))
+		follow_image(f, s->seq, r->comm, r->outdir);
 	pthread_mutex_unlock(&f->lock);
 	/* Its buffers are its own, fresh: every loss counted in them is a
 	 * loss of this recording. */
@@ -367,6 +476,7 @@ static int follow_accept(struct follow *f)
 	s->conn = c;
 	s->pid = cr.pid;
 	s->start = start;
+	s->seq = ++f->seq;
 	pthread_mutex_lock(&f->lock);
 	/* `running` keeps the recording going until the session knows
 	 * whether the process is really followed; only then does it move
@@ -440,8 +550,11 @@ int sess_follow_begin(struct sess *r)
 	}
 	/* Orphans of the traced tree become ours: their lineage stays
 	 * checkable (follow_descends()). Without it (it never fails on a
-	 * kernel we run on), such an orphan would only be refused. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	 * kernel we run on), such an orphan would only be refused. The
+	 * program's own execs need none: it is our child. */
+	f->self_only = !r->o->follow_fork && !r->o->follow_exec;
+	if (!f->self_only)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -497,6 +610,48 @@ static void follow_summary(const struct follow *f)
 	}
 }
 
+/*
+ * The program's images after the first (its own execs): named in the
+ * summary, listed in DIR/execs (one line each: PID, name, its trace's
+ * directory relative to DIR, the last line the program that finally
+ * ran: what `ringtrace report DIR` and `ringtrace mem` report).
+ */
+static void follow_images(struct follow *f, struct sess *r)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < f->nimages; i++)
+		if (f->images[i].dir && access(f->images[i].dir, F_OK) == 0)
+			f->images[n++] = f->images[i];
+		else
+			free(f->images[i].dir);
+	f->nimages = n;
+	if (!n)
+		return;
+	char list[FOLLOW_IMAGES * 20];
+	size_t k = 0;
+	FILE *fp = NULL;
+	int fd = outdir_create(r->odfd, "execs", 0644);
+	if (fd >= 0 && !(fp = fdopen(fd, "w")))
+		close(fd);
+	size_t top_len = strlen(r->outdir);
+	for (unsigned i = 0; i < n; i++) {
+		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s", i ? ", " : "", f->images[i].comm);
+		if (k >= sizeof(list))
+			k = sizeof(list) - 1;
+		const char *rel = f->images[i].dir;
+		if (!strncmp(rel, r->outdir, top_len) && rel[top_len] == '/')
+			rel += top_len + 1;
+		if (fp)
+			fprintf(fp, "%d %s %s\n", (int)r->child, f->images[i].comm, rel);
+	}
+	if (fp && fclose(fp) != 0)
+		sess_log(SESS_SRC_RECORD, "cannot write '%s/execs': %s\n", r->outdir, strerror(errno));
+	const char *last = f->images[n - 1].dir;
+	sess_log(SESS_SRC_RECORD, "process %d executed %s: the last one's trace is %s\n", (int)r->child, list, last);
+	for (unsigned i = 0; i < n; i++)
+		free(f->images[i].dir);
+}
+
 /* Wait until no followed process is left and none started or ended for
  * linger_ms (after the program's end too), then stop and free. */
 void sess_follow_end(struct sess *r, unsigned linger_ms)
@@ -533,6 +688,7 @@ void sess_follow_end(struct sess *r, unsigned linger_ms)
 	}
 	sess_follow_reap(0);
 	follow_summary(f);
+	follow_images(f, r);
 	close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

@@ -104,8 +104,6 @@ int sess_opts_finish(struct sess_opts *o, char *err, size_t errlen)
 		FAIL("--snapshot-on and --min-interval go with --flight-recorder (or --snapshot)");
 	if (o->aggregate && o->flight)
 		FAIL("--aggregate keeps counters, not events: no snapshots of them (drop --flight-recorder)");
-	if (o->aggregate && (o->follow_fork || o->follow_exec))
-		FAIL("--aggregate does not follow children yet: drop --follow-fork/--follow-exec");
 	if (o->stack_bits && (o->stack_bits < STACKMAP_BITS_MIN || o->stack_bits > STACKMAP_BITS_MAX))
 		FAIL("bad --stack-bits %u (a number from %d to %d)", o->stack_bits, STACKMAP_BITS_MIN, STACKMAP_BITS_MAX);
 	return 0;

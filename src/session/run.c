@@ -166,7 +166,10 @@ static int record_run(struct sess *r, int *ret_status)
 	clk_sample(r->clock, &r->c0);
 	if (o->flight)
 		return sess_flight(r, ret_status);
-	if ((o->follow_fork || o->follow_exec) && (k = sess_follow_begin(r)) < 0)
+	/* Always its own execs (same pid: a wrapper's exec of the real
+	 * program), but not with --aggregate: the counters' block is the
+	 * first image's. */
+	if ((o->follow_fork || o->follow_exec || !o->aggregate) && (k = sess_follow_begin(r)) < 0)
 		return k;
 	if ((k = sess_start_child(r)) < 0) {
 		if (k < -1)
@@ -211,7 +214,7 @@ static int record_run(struct sess *r, int *ret_status)
 
 	sess_finish(r, 1);
 	/* Then every followed process, until the last one has exited. */
-	sess_follow_end(r, 200);
+	sess_follow_end(r, o->follow_fork || o->follow_exec ? 200 : 0);
 
 	if (WIFEXITED(wstatus))
 		*ret_status = WEXITSTATUS(wstatus);

@@ -526,7 +526,7 @@ void sess_finish(struct sess *r, int salvage)
 	/* A followed process that did nothing (a child that exec'ed at
 	 * once): no trace, the caller says so. */
 	if (r->followed.kind && st.events == 0 && r->lost_full + r->lost_overwrite + r->lost_too_big +
-	    r->lost_nocpu + r->lost_crash == 0) {
+	    r->lost_nocpu + r->lost_crash == 0 && r->run.agg_fd < 0) {
 		r->followed.empty = 1;
 		return;
 	}
