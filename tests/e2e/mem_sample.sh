@@ -309,5 +309,5 @@ if have "$MS"; then
 fi
 finish "RINGTRACE_MEM_SAMPLE unset: every call recorded, no mem:sampling"
 
-echo "# mem_sample: $PASSED passed, $FAILED failed"
+echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
