@@ -149,6 +149,9 @@ fi
 if [ -x tests/e2e/mem_more.sh ]; then
 	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
 fi
+if [ -x tests/e2e/mem_block.sh ]; then
+	suite "allocation tracing loses nothing: writers wait for room (gcc build)" tests/e2e/mem_block.sh build
+fi
 if [ -x tests/e2e/mem_losses.sh ]; then
 	suite "allocation report under lost events, inherited frees (gcc build)" tests/e2e/mem_losses.sh build
 fi
