@@ -99,6 +99,11 @@ stress() {
 		check "$tag stress $mode monotonic clock, rseq-or-default, yield" timeout 600 "$bin" --mode "$mode" \
 			--events "$events" --clock monotonic --yield
 	done
+	# Blocking mode: writers wait for the slow reader (1 s at most).
+	check "$tag stress discard blocking, rseq-or-default, yield" timeout 600 "$bin" --mode discard \
+		--events "$events" --yield --block 1000000
+	check "$tag stress discard blocking, atomic" timeout 600 "$bin" --mode discard \
+		--events "$events" --no-rseq --block 1000000
 }
 
 echo "# builds"
