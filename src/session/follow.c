@@ -117,9 +117,9 @@ struct follow {
 void sess_follow_env(const struct sess *r)
 {
 	char v[256];
-	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s", r->o->follow_fork,
+	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s block=%u", r->o->follow_fork,
 		 r->o->follow_exec, (unsigned long long)(r->o->buf_size / r->nsb), r->nsb, r->mode, r->o->stacks,
-		 r->o->stack_bits, r->follow->name);
+		 r->o->stack_bits, r->follow->name, r->o->block_us > 0 ? (unsigned)r->o->block_us : 0u);
 	setenv("RINGTRACE_FOLLOW", v, 1);
 	/* -e patterns, one a line (for exec'ed programs: a forked child
 	 * inherits its parent's selection). */

@@ -16,7 +16,9 @@
 #      out its CPU drops without waiting until the recorder moves again);
 #      the waits, the timeouts and the drops are counted, the timeouts at
 #      most one per thread and CPU;
-#   4. the options: --blocking-timeout with overwrite mode or -p is refused.
+#   4. a child followed with --follow-fork waits too (its own buffers);
+#      --blocking-timeout with overwrite mode or a bad value is refused,
+#      plain record drops unless asked.
 #
 #   tests/e2e/mem_block.sh [BUILD_DIR]
 set -u
@@ -163,6 +165,16 @@ fi
 finish "a recorder stopped with SIGSTOP: the program finishes, the waits, timeouts and drops are counted"
 
 # ---- 4. options ------------------------------------------------------------------
+
+begin
+if have "$RT" "$PB/tests/e2e/forkfree"; then
+	# A forked child records into buffers of its own: they wait too.
+	timeout -k 5 $TO "$RT" record --mem --follow-fork -o ff.t -- "$PB/tests/e2e/forkfree" >ff.out 2>&1 || { why "record failed"; show ff.out; }
+	eq "followed child: blocking timeout" "$(env_ ff.t/children/*-forkfree ringtrace_blocking_timeout_us)" 1000000
+	timeout -k 5 $TO "$RT" record --mem --drop --follow-fork -o ffd.t -- "$PB/tests/e2e/forkfree" >ffd.out 2>&1 || { why "record failed"; show ffd.out; }
+	eq "followed child with --drop: blocking timeout" "$(env_ ffd.t/children/*-forkfree ringtrace_blocking_timeout_us)" 0
+fi
+finish "--follow-fork: a child's buffers wait as the program's do"
 
 begin
 if have "$RT"; then
