@@ -99,6 +99,11 @@ stress() {
 		check "$tag stress $mode monotonic clock, rseq-or-default, yield" timeout 600 "$bin" --mode "$mode" \
 			--events "$events" --clock monotonic --yield
 	done
+	# Blocking mode: writers wait for the slow reader (1 s at most).
+	check "$tag stress discard blocking, rseq-or-default, yield" timeout 600 "$bin" --mode discard \
+		--events "$events" --yield --block 1000000
+	check "$tag stress discard blocking, atomic" timeout 600 "$bin" --mode discard \
+		--events "$events" --no-rseq --block 1000000
 }
 
 echo "# builds"
@@ -154,6 +159,9 @@ if [ -x tests/e2e/mem_sample.sh ]; then
 fi
 if [ -x tests/e2e/mem_more.sh ]; then
 	suite "allocation tracer with tcmalloc, dlopen, synthetic errors (gcc build)" tests/e2e/mem_more.sh build
+fi
+if [ -x tests/e2e/mem_block.sh ]; then
+	suite "allocation tracing loses nothing: writers wait for room (gcc build)" tests/e2e/mem_block.sh build
 fi
 if [ -x tests/e2e/mem_losses.sh ]; then
 	suite "allocation report under lost events, inherited frees (gcc build)" tests/e2e/mem_losses.sh build

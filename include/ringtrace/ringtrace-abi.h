@@ -153,12 +153,31 @@ struct ringtrace__rb_cpu {
 	/* Written by the consumer only (plain stores, read by `ringtrace stat`). */
 	uint64_t read_subbufs;       /* sub-buffers taken */
 	uint64_t read_events;        /* user events in them */
-	uint64_t pad0[4];
+	/* Blocking (src/ringbuf/rb_block.c; none of it on the inline path).
+	 * Futex word: a writer waiting for room stores 1 before it sleeps;
+	 * the consumer that hands a sub-buffer back and sees 1 clears it and
+	 * wakes every waiter of the CPU. */
+	uint32_t writer_wait;
+	/* Set by the region's creator, the same in every CPU's area: how long
+	 * a writer waits for room, in microseconds; 0: it drops the event at
+	 * once (the discard mode of old). */
+	uint32_t block_us;
+	/* read_subbufs + 1 as a writer saw it when its wait timed out: until
+	 * the consumer takes another sub-buffer, writers drop without waiting
+	 * (a stopped or dead consumer costs one timeout, not one per event). */
+	uint64_t block_stall;
+	uint64_t pad0[2];
 	uint64_t lost_full;          /* atomic adds, slow path only */
 	uint64_t lost_overwrite;
 	uint64_t lost_too_big;
 	uint64_t lost_nocpu;
-	uint64_t pad1[4];
+	/* Atomic adds by writers that waited for room: the events that waited,
+	 * the nanoseconds they waited in all, and those of them dropped when
+	 * the timeout ran out (counted in lost_full as well). */
+	uint64_t block_waits;
+	uint64_t block_ns;
+	uint64_t block_timeouts;
+	uint64_t pad1[1];
 };
 
 /* Per sub-buffer, 64 bytes. local_* is 16-byte aligned for the one-store
@@ -219,7 +238,9 @@ struct ringtrace__rb {
 	 * (ABI 4). With the TSC it reads it inside the section; with any
 	 * other clock before it (ringtrace__rseq_reserve_any()). */
 	uint32_t fast_any;
-	uint32_t pad;
+	/* How long a writer of this region waits for room (microseconds, 0:
+	 * never), as validated at open; read by the slow path only. */
+	uint32_t block_us;
 	struct ringtrace__rb_percpu cpu[];
 };
 
@@ -533,7 +554,8 @@ abort:
  * Reserve room for one event with `payload` bytes of fields. Returns 1 with
  * c->payload pointing at the room, or 0 when the event is dropped (counted
  * by cause) or tracing is off. Never blocks, allocates or makes a system call
- * on this path. Inline here is only the common case: rseq, a compact header,
+ * on this path (a full buffer is the slow path's: it may wait for room, a
+ * bounded time, when the region asks for it; rb_block.c). Inline here is only the common case: rseq, a compact header,
  * room in the open sub-buffer. Everything else (first event of a thread,
  * opening a sub-buffer, extended headers, retries after preemption, no
  * rseq) is the out-of-line slow path.

@@ -103,7 +103,7 @@ _ringtrace()
 		COMPREPLY=($(compgen -W "events bytes" -- "$cur"))
 		return ;;
 	--buffer-size | --subbuffers | -e | --stack-bits | --snapshot-on | --min-interval | \
-		--count | --interval | -d | -n | --top | --max-problems)
+		--count | --interval | -d | -n | --top | --max-problems | --blocking-timeout)
 		return ;;
 	esac
 
@@ -120,7 +120,7 @@ _ringtrace()
 		case $w in
 		-o | -p | -d | -n | -e | --*-dir | --bin | --from-bin | --mode | --by | --sort | --to | --weight | \
 			--buffer-size | --subbuffers | --stack-bits | --snapshot-on | --min-interval | --count | \
-			--interval | --top | --max-problems)
+			--interval | --top | --max-problems | --blocking-timeout)
 			((i++)) ;;
 		-*) ;;
 		*) ((n++)) ;;

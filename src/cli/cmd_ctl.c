@@ -587,6 +587,9 @@ int cmd_stat(int argc, char **argv)
 		tot.bytes += s.bytes;
 		tot.read_subbufs += s.read_subbufs;
 		tot.read_events += s.read_events;
+		tot.block_waits += s.block_waits;
+		tot.block_ns += s.block_ns;
+		tot.block_timeouts += s.block_timeouts;
 		if (json)
 			printf("%s{\"cpu\":%u,\"in_buffer\":%llu,\"written\":%llu,\"lost_full\":%llu,\"lost_overwrite\":%llu,\"lost_too_big\":%llu,\"lost_no_rseq\":%llu,\"bytes\":%llu,\"subbuffers_read\":%llu,\"events_read\":%llu}",
 			       c ? "," : "", c, (unsigned long long)s.in_buffer, (unsigned long long)s.written,
@@ -602,12 +605,15 @@ int cmd_stat(int argc, char **argv)
 			       (unsigned long long)s.read_subbufs);
 	}
 	if (json) {
-		printf("],\"total\":{\"in_buffer\":%llu,\"written\":%llu,\"lost_full\":%llu,\"lost_overwrite\":%llu,\"lost_too_big\":%llu,\"lost_no_rseq\":%llu,\"bytes\":%llu,\"subbuffers_read\":%llu,\"events_read\":%llu}}\n",
+		printf("],\"total\":{\"in_buffer\":%llu,\"written\":%llu,\"lost_full\":%llu,\"lost_overwrite\":%llu,\"lost_too_big\":%llu,\"lost_no_rseq\":%llu,\"bytes\":%llu,\"subbuffers_read\":%llu,\"events_read\":%llu,"
+		       "\"blocking_timeout_us\":%u,\"blocked_events\":%llu,\"blocked_ns\":%llu,\"blocked_timeouts\":%llu}}\n",
 		       (unsigned long long)tot.in_buffer, (unsigned long long)tot.written,
 		       (unsigned long long)tot.lost_full, (unsigned long long)tot.lost_overwrite,
 		       (unsigned long long)tot.lost_too_big, (unsigned long long)tot.lost_nocpu,
 		       (unsigned long long)tot.bytes, (unsigned long long)tot.read_subbufs,
-		       (unsigned long long)tot.read_events);
+		       (unsigned long long)tot.read_events, have ? ring.rb->block_us : 0,
+		       (unsigned long long)tot.block_waits, (unsigned long long)tot.block_ns,
+		       (unsigned long long)tot.block_timeouts);
 	} else if (have) {
 		printf("%5s %12llu %12llu %10llu %14llu %12llu %14llu %12llu\n", "total",
 		       (unsigned long long)tot.in_buffer, (unsigned long long)tot.written,
@@ -616,6 +622,10 @@ int cmd_stat(int argc, char **argv)
 		       (unsigned long long)tot.read_subbufs);
 		if (tot.lost_nocpu)
 			printf("lost from threads without rseq: %llu\n", (unsigned long long)tot.lost_nocpu);
+		if (ring.rb->block_us || tot.block_waits)
+			printf("waits for room (blocking timeout %u us): %llu events waited, %.3f ms in all, %llu timed out\n",
+			       ring.rb->block_us, (unsigned long long)tot.block_waits, (double)tot.block_ns / 1e6,
+			       (unsigned long long)tot.block_timeouts);
 	}
 	if (have)
 		ctl_ring_close(&ring);

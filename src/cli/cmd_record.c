@@ -39,7 +39,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ringtrace record [-o DIR] [--buffer-size SIZE] [--subbuffers N]\n"
-		"                        [--mode discard|overwrite] [-e PATTERN]... [--stacks]\n"
+		"                        [--mode discard|overwrite] [--blocking-timeout US|--drop]\n"
+		"                        [-e PATTERN]... [--stacks]\n"
 		"                        [--stack-bits N] -- PROGRAM [ARGS...]\n"
 		"       ringtrace record -p PID|NAME [-o DIR]\n"
 		"       ringtrace record -p PID|NAME --snapshot [--snapshot-on EV] [--min-interval MS] [-o DIR]\n"
@@ -57,6 +58,12 @@ static void usage(FILE *f)
 		"  --subbuffers N     sub-buffers per CPU, a power of two from 2 to 1024 (default 8)\n"
 		"  --mode MODE        discard: drop new events when full (default);\n"
 		"                     overwrite: overwrite the oldest sub-buffers\n"
+		"  --blocking-timeout US  in discard mode, a writer that finds its buffer full\n"
+		"                     waits for room up to US microseconds, then drops the event\n"
+		"                     (default: 0 = drop at once; 1000000 with --mem, which then\n"
+		"                     loses nothing unless the recorder stalls; at most 60 s)\n"
+		"  --drop             the same as --blocking-timeout 0 (with --mem: speed first,\n"
+		"                     what is lost is counted)\n"
 		"  -e PATTERN         record only events whose provider:name matches the glob\n"
 		"                     (repeatable; default: all events)\n"
 		"  --stacks           every event carries the stack that fired it (a 4-byte id\n"
@@ -170,6 +177,11 @@ static int parse_args(struct sess_opts *r, int *progress, int argc, char **argv)
 			i--;         /* no value */
 			continue;
 		}
+		if (!strcmp(a, "--drop")) {
+			r->block_us = 0;
+			i--;         /* no value */
+			continue;
+		}
 		if (!strcmp(a, "--stacks") || !strcmp(a, "--flight-recorder") || !strcmp(a, "--snapshot") ||
 		    !strcmp(a, "--mem") || !strcmp(a, "--aggregate")) {
 			if (!strcmp(a, "--stacks"))
@@ -216,6 +228,15 @@ static int parse_args(struct sess_opts *r, int *progress, int argc, char **argv)
 				fprintf(stderr, PFX "bad --mode '%s' (discard or overwrite)\n", v);
 				return -1;
 			}
+		} else if (!strcmp(a, "--blocking-timeout")) {
+			char *end;
+			unsigned long long us = strtoull(v, &end, 10);
+			if (*end || end == v || v[0] == '-' || us > RB_BLOCK_MAX_US) {
+				fprintf(stderr, PFX "bad --blocking-timeout '%s' (microseconds, 0 to %u)\n", v,
+					RB_BLOCK_MAX_US);
+				return -1;
+			}
+			r->block_us = (int64_t)us;
 		} else if (!strcmp(a, "--stack-bits")) {
 			char *end;
 			unsigned long n = strtoul(v, &end, 10);

@@ -79,14 +79,20 @@ void progress_format(char *buf, size_t size, const struct sess_stats *st, uint64
 		if (k > 0)
 			at += (size_t)k;
 	}
+	/* Blocking mode: how long the program's threads waited for room so
+	 * far (summed over threads), once they have. */
+	char waited[48] = "";
+	if (st->block_ns)
+		snprintf(waited, sizeof(waited), " | waited %.1f s", (double)st->block_ns / 1e9);
 	if (st->snapshot_mode)
 		snprintf(buf, size, "%" PRIu64 ".%" PRIu64 " s | %s events/s | %s events | %" PRIu64
 			 " snapshot%s | lost %s | fullest buffer %u%% (cpu %u)",
 			 ms / 1000, ms % 1000 / 100, rt, ev, st->snapshots, st->snapshots == 1 ? "" : "s",
 			 at ? lost : "0", st->fullest_pct, (unsigned)st->fullest_cpu);
 	else
-		snprintf(buf, size, "%" PRIu64 ".%" PRIu64 " s | %s events/s | %s events, %s written | lost %s | fullest buffer %u%% (cpu %u)",
-			 ms / 1000, ms % 1000 / 100, rt, ev, by, at ? lost : "0", st->fullest_pct, (unsigned)st->fullest_cpu);
+		snprintf(buf, size, "%" PRIu64 ".%" PRIu64 " s | %s events/s | %s events, %s written | lost %s | fullest buffer %u%% (cpu %u)%s",
+			 ms / 1000, ms % 1000 / 100, rt, ev, by, at ? lost : "0", st->fullest_pct, (unsigned)st->fullest_cpu,
+			 waited);
 	/* Cut to the width: the line must never wrap, or "\r" would redraw
 	 * only its last row. Every character is ASCII. */
 	if (width > 1 && strlen(buf) >= width)

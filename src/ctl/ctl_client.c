@@ -680,6 +680,10 @@ void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_
 	s->bytes = __atomic_load_n(&pc->ctl->state, __ATOMIC_RELAXED) & RINGTRACE__POS_MASK;
 	s->read_subbufs = __atomic_load_n(&pc->ctl->read_subbufs, __ATOMIC_RELAXED);
 	s->read_events = __atomic_load_n(&pc->ctl->read_events, __ATOMIC_RELAXED);
+	/* Relaxed: the writers' atomic adds (src/ringbuf/rb_block.c). */
+	s->block_waits = __atomic_load_n(&pc->ctl->block_waits, __ATOMIC_RELAXED);
+	s->block_ns = __atomic_load_n(&pc->ctl->block_ns, __ATOMIC_RELAXED);
+	s->block_timeouts = __atomic_load_n(&pc->ctl->block_timeouts, __ATOMIC_RELAXED);
 }
 
 int ctl_log_next(const char *log, uint64_t used, uint64_t *pos, struct ctl_log_entry *e)

@@ -107,6 +107,9 @@ struct ctl_cpu_stat {
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu;
 	uint64_t bytes;              /* bytes reserved (position) */
 	uint64_t read_subbufs, read_events;
+	/* Blocking mode (docs/design.md): events that waited for room, ns
+	 * waited in all, waits that timed out (their events in lost_full). */
+	uint64_t block_waits, block_ns, block_timeouts;
 };
 void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_cpu_stat *ret);
 

@@ -78,6 +78,9 @@ static struct region spare = { .fd = -1 };
 /* What the recorder chose for the flight recorder's first buffers, kept
  * for the buffers the program allocates after them. */
 static uint32_t cfg_stacks, cfg_stack_bits;
+/* A followed process's wait for room (the recorder's --blocking-timeout);
+ * 0 in buffers the program makes for itself. */
+static uint32_t cfg_block_us;
 static pthread_t agent_thread;
 static int publish_delay_ms;         /* a forked child publishes late */
 
@@ -92,7 +95,7 @@ static int publish_delay_ms;         /* a forked child publishes late */
 static struct {
 	int fork, exec;
 	uint64_t sb_size;
-	uint32_t nsb, mode, stacks, stack_bits;
+	uint32_t nsb, mode, stacks, stack_bits, block_us;
 	char sock[64];               /* the name, without its leading NUL */
 	char patterns[2048];         /* -e, NUL-separated, empty list = all */
 } follow;
@@ -186,6 +189,7 @@ static int region_alloc(struct region *r)
 	 * a flight recorder started with --stacks. */
 	p.stack_bits = cfg_stack_bits ? cfg_stack_bits : STACKMAP_BITS_DEFAULT;
 	p.stacks = cfg_stacks;
+	p.block_us = cfg_block_us;
 	if (getrandom(p.uuid, sizeof(p.uuid), GRND_NONBLOCK) != sizeof(p.uuid)) {
 		uint64_t x = ringtrace__clock_monotonic() ^ ((uint64_t)getpid() << 32);
 		for (int i = 0; i < 16; i++)
@@ -869,12 +873,13 @@ static void start_thread(void)
 
 /*
  * RINGTRACE_FOLLOW="fork=F exec=E sb=BYTES nsb=N mode=M stacks=S bits=B
- * sock=NAME[ self=PID]" and RINGTRACE_FOLLOW_EVENTS (the -e patterns, one
- * a line), set by the recorder. Read once, in the constructor; taken out
- * of the environment unless exec'ed programs are followed too. exec=2
- * follows only the execs of process PID (the program the recorder runs,
- * through its wrappers): a program another process executes is not
- * followed, and the variable leaves its environment. A malformed value
+ * sock=NAME block=US[ self=PID]" and RINGTRACE_FOLLOW_EVENTS (the -e
+ * patterns, one a line), set by the recorder. Read once, in the
+ * constructor; taken out of the environment unless exec'ed programs are
+ * followed too. exec=2 follows only the execs of process PID (the program
+ * the recorder runs, through its wrappers): a program another process
+ * executes is not followed, and the variable leaves its environment. A
+ * malformed value
  * follows nothing.
  */
 void agent_follow_init(void)
@@ -883,13 +888,13 @@ void agent_follow_init(void)
 	const char *ev = getenv("RINGTRACE_FOLLOW_EVENTS");
 	int f = 0, e = 0;
 	uint64_t sb = 0;
-	unsigned nsb = 0, mode = 0, stacks = 0, bits = 0;
+	unsigned nsb = 0, mode = 0, stacks = 0, bits = 0, block = 0;
 	char name[sizeof(follow.sock)] = "";
 	int self = 0, nf;
 	memset(&follow, 0, sizeof(follow));
 	if (env &&
-	    ((nf = sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s self=%d", &f,
-			  &e, &sb, &nsb, &mode, &stacks, &bits, name, &self)) == 8 || nf == 9) &&
+	    ((nf = sscanf(env, "fork=%d exec=%d sb=%" SCNu64 " nsb=%u mode=%u stacks=%u bits=%u sock=%63s block=%u self=%d",
+			  &f, &e, &sb, &nsb, &mode, &stacks, &bits, name, &block, &self)) >= 8) && block <= RB_BLOCK_MAX_US &&
 	    sb >= (1u << RB_SB_MIN_SHIFT) && sb <= (1u << RB_SB_MAX_SHIFT) && !(sb & (sb - 1)) &&
 	    nsb >= (1u << RB_NSB_MIN_SHIFT) && nsb <= (1u << RB_NSB_MAX_SHIFT) && !(nsb & (nsb - 1)) &&
 	    mode <= RINGTRACE__MODE_OVERWRITE && stacks <= 1 &&
@@ -904,6 +909,7 @@ void agent_follow_init(void)
 		follow.mode = mode;
 		follow.stacks = stacks;
 		follow.stack_bits = bits;
+		follow.block_us = block;
 		memcpy(follow.sock, name, sizeof(name));
 		/* One pattern a line -> NUL-separated, as in the region header
 		 * (the memset wrote the terminating NULs). */
@@ -995,6 +1001,7 @@ static int follow_start(const char *kind)
 	ctl->cfg_mode = follow.mode;
 	cfg_stacks = follow.stacks;
 	cfg_stack_bits = follow.stack_bits;
+	cfg_block_us = follow.block_us;
 	publish_delay_ms = 0;
 	int r = region_alloc(&cur);
 	if (r < 0) {

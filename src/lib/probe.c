@@ -13,9 +13,11 @@
  *
  * Load: every event that misses the fast path (a sub-buffer switch, a
  * thread's first event, every event with a stack or in a session without
- * rseq). Never blocks, allocates or prints; the only system calls are
- * gettid and prctl(PR_GET_NAME), once per thread. Called from any thread,
- * signal handlers included.
+ * rseq). Never allocates or prints, and blocks only as the buffer's
+ * bounded wait for room (src/ringbuf/rb_block.c), which this file allows
+ * or forbids by context; its own system calls are gettid and
+ * prctl(PR_GET_NAME), once per thread. Called from any thread, signal
+ * handlers included.
  */
 #include <string.h>
 #include <sys/prctl.h>
@@ -58,7 +60,7 @@ static void emit_thread_name(struct ringtrace__rb *rb, uint32_t tid)
 	struct ringtrace__wctx c;
 	c.rb = rb;
 	c.id = RINGTRACE__ID_THREAD_NAME;
-	if (!rb_reserve(&c, (uint32_t)(4 + n + 1), tid, 1))
+	if (!rb_reserve(&c, (uint32_t)(4 + n + 1), tid, RB_RES_INTERNAL))
 		return;
 	memcpy(c.payload, &tid, 4);
 	memcpy(c.payload + 4, comm, n + 1);
@@ -99,8 +101,15 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 		return 0;
 	uint32_t tid = ringtrace__tls.tid;
 	uint32_t flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+	/* A full buffer may make us wait for room (rb_block.c), but not in a
+	 * probe that interrupted another of this thread (a signal handler):
+	 * the room may be held by the reservation it interrupted. Our `nest`
+	 * counts both (ringtrace-abi.h). Any other context may wait: no lock
+	 * is held here (the stack below is captured before the reservation)
+	 * and the consumer is another process. */
+	unsigned wait = ringtrace__tls.nest > 1 ? RB_RES_NOWAIT : 0;
 	if (!((flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
-		int r = rb_reserve(c, payload, tid, 0);
+		int r = rb_reserve(c, payload, tid, wait);
 		if (r && (flags & RINGTRACE__EVF_TRIGGER))
 			c->ext |= RINGTRACE__CTX_TRIGGER;
 		return r;
@@ -114,7 +123,7 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	uint32_t extra = 5 + 8 * depth;
 	if (payload > PAYLOAD_LIMIT - extra)
 		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
-	if (!rb_reserve(c, payload + extra, tid, 0))
+	if (!rb_reserve(c, payload + extra, tid, wait))
 		return 0;
 	char *p = c->payload + payload;
 	memcpy(p, &id, 4);

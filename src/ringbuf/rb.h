@@ -22,6 +22,7 @@
 #define RB_DEFAULT_SB     (256u * 1024)
 #define RB_DEFAULT_NSB    8
 #define RB_DEFAULT_REG    (256u * 1024)
+#define RB_BLOCK_MAX_US   60000000u   /* the longest wait for room: 1 minute */
 
 struct rb_params {
 	uint32_t ncpus;
@@ -36,6 +37,10 @@ struct rb_params {
 	 * (STACKMAP_BITS_MIN..MAX); `stacks` 1: every event carries a stack. */
 	uint32_t stack_bits;
 	uint32_t stacks;
+	/* How long a writer waits for room in a full buffer, in microseconds
+	 * (0: it drops the event at once; at most RB_BLOCK_MAX_US). Discard
+	 * mode only: overwrite mode never waits. */
+	uint32_t block_us;
 };
 
 /* Whether the inline fast path may run (ringtrace-abi.h): set use_rseq
@@ -109,10 +114,14 @@ uint64_t rb_cpu_written(const struct ringtrace__rb_percpu *pc, uint32_t nsb);
  * wrote last, and after every packet header. Returns 1 with c filled (the
  * caller writes the fields and the header, then commits c->len bytes with
  * ringtrace__commit() or rb_commit()), or 0 when the event was dropped;
- * the drop is counted by cause unless `internal` (the tracer's own
- * records).
+ * the drop is counted by cause unless RB_RES_INTERNAL (the tracer's own
+ * records, which never wait either). When the buffer is full the call may
+ * wait for room, a bounded time, if the region asks for it (rb_block.c),
+ * unless RB_RES_NOWAIT: the caller knows its context must not wait.
  */
-int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int internal);
+#define RB_RES_INTERNAL 1u
+#define RB_RES_NOWAIT   2u
+int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, unsigned flags);
 
 /* Commit `bytes` of a reservation (and `events` user events) from any
  * thread: in place with rseq when still on c->cpu, else atomically. */

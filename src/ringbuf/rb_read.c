@@ -22,6 +22,7 @@
 
 #include "common/packet_layout.h"
 #include "ringbuf/rb.h"
+#include "ringbuf/rb_block.h"
 #include "ringbuf/rb_lap.h"
 
 struct rb_rcpu {
@@ -308,6 +309,8 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 	/* Release: the zeroing happens before a writer can reuse the slot
 	 * (pairs with the acquire CAS in claim_slot). */
 	__atomic_store_n(&s->owner, ow | (UINT64_C(1) << 46), __ATOMIC_RELEASE);
+	/* Writers waiting for room on this CPU (rb_block.c). */
+	rb_block_wake(pc->ctl);
 	rc->held = 0;
 	rc->rpos = (rpos + rb->sb_mask + 1) & RINGTRACE__POS_MASK;
 }
@@ -459,7 +462,7 @@ void rb_reader_wait(struct rb_reader *r, int timeout_ms)
 {
 	uint32_t *w = &r->rb->hdr->reader_wait;
 	__atomic_store_n(w, 1, __ATOMIC_RELAXED);
-	/* Pairs with the writer's fence in wake_reader(): after it, either we
+	/* Pairs with the writer's fence in rb_wake_reader(): after it, either we
 	 * see its closed sub-buffer or it sees our flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	struct ringtrace__rb *rb = r->rb;

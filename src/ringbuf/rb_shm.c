@@ -100,6 +100,7 @@ static uint64_t stack_area_size(uint32_t bits, uint32_t ncpus)
 static int params_layout(const struct rb_params *p, struct layout *l, uint64_t *ret_stack)
 {
 	if (!is_pow2(p->sb_size) || !is_pow2(p->nsb) || p->mode > 1 || p->clock > 1 || p->stacks > 1 ||
+	    p->block_us > RB_BLOCK_MAX_US ||
 	    (p->stack_bits && (p->stack_bits < STACKMAP_BITS_MIN || p->stack_bits > STACKMAP_BITS_MAX)) ||
 	    (p->stacks && !p->stack_bits))
 		return -EINVAL;
@@ -152,6 +153,9 @@ int rb_region_init(void *mem, uint64_t size, const struct rb_params *p)
 	h->slots_rel = l.slots_rel;
 	h->data_rel = l.data_rel;
 	memcpy(h->patterns, p->patterns, sizeof(h->patterns));
+	for (uint32_t c = 0; c < p->ncpus; c++)
+		((struct ringtrace__rb_cpu *)((char *)mem + l.cpu_off + (uint64_t)c * l.cpu_stride))->block_us =
+			p->mode == RINGTRACE__MODE_OVERWRITE ? 0 : p->block_us;
 	h->patterns[sizeof(h->patterns) - 1] = 0;
 	h->patterns[sizeof(h->patterns) - 2] = 0;
 	if (stack) {
@@ -236,6 +240,11 @@ int rb_view_open(void *mem, uint64_t size, struct ringtrace__rb **ret_rb)
 		rb->cpu[c].slots = (struct ringtrace__rb_slot *)(base + l.slots_rel);
 		rb->cpu[c].data = base + l.data_rel;
 	}
+	/* The wait for room, as CPU 0's area says (the creator writes it in
+	 * every one; the header has no room for it without a new layout).
+	 * Read once, bounded: a larger value waits the longest we allow. */
+	uint32_t block_us = rb->cpu[0].ctl->block_us;
+	rb->block_us = block_us > RB_BLOCK_MAX_US ? RB_BLOCK_MAX_US : block_us;
 	*ret_rb = rb;
 	return 0;
 }

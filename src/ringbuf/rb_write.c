@@ -15,7 +15,9 @@
  * pkt_close(), src/common/packet_layout.h). It never calls up into the
  * runtime.
  *
- * Like the fast path this code never blocks, allocates or prints; its only
+ * Like the fast path this code never allocates or prints, and it blocks
+ * only in the one way the region's creator may ask for: a bounded wait for
+ * room when the buffer is full (rb_block.c says when and how). Its other
  * system call is a futex wake when the reader sleeps and a sub-buffer was
  * closed. A failure drops the event and counts it by cause. Called from any
  * thread, including signal handlers.
@@ -31,6 +33,7 @@
 
 #include "common/packet_layout.h"
 #include "ringbuf/rb.h"
+#include "ringbuf/rb_block.h"
 #include "ringbuf/rb_lap.h"
 
 #define THR_REC_LEN    (RINGTRACE__EV_COMPACT + 4)
@@ -120,7 +123,7 @@ static int state_commit(struct ringtrace__rb *rb, int32_t cpu, uint64_t expect, 
 	return 1;
 }
 
-static void wake_reader(struct ringtrace__rb *rb)
+void rb_wake_reader(struct ringtrace__rb *rb)
 {
 	uint32_t *w = &rb->hdr->reader_wait;
 	/* Pairs with the reader's store of 1 and full fence before it checks
@@ -219,15 +222,19 @@ static void write_thread_rec(char *p, uint32_t tid, uint64_t ts, int ext)
 	ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, ext);
 }
 
-static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal);
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal,
+			int may_wait, struct rb_block *b);
 
 /*
  * A dropped event leaves no rseq_cs pointer behind (see ringtrace-abi.h):
  * this object could be unloaded before the thread's next preemption.
  */
-int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int internal)
+int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, unsigned flags)
 {
-	int r = reserve_once(c, payload, writer, internal);
+	struct rb_block b = { 0 };
+	int r = reserve_once(c, payload, writer, (flags & RB_RES_INTERNAL) != 0, flags == 0, &b);
+	if (RINGTRACE__UNLIKELY(b.start != 0))
+		rb_block_done(c->rb, &b);
 #if RINGTRACE__RSEQ
 	if (!r && c->rb->use_rseq)
 		ringtrace__rseq_clear();
@@ -235,7 +242,8 @@ int rb_reserve(struct ringtrace__wctx *c, uint32_t payload, uint32_t writer, int
 	return r;
 }
 
-static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal)
+static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t tid, int internal,
+			int may_wait, struct rb_block *b)
 {
 	struct ringtrace__rb *rb = c->rb;
 	int ext = 0;
@@ -303,6 +311,11 @@ static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t ti
 		if (r == -EAGAIN)
 			continue;
 		if (r < 0) {
+			/* Full: wait for the consumer if the region asks for it
+			 * (rb_block.c), then start over from the CPU we are on. */
+			if (may_wait && (b->start != 0 || rb_block_may_wait(rb, pc)) &&
+			    rb_block_wait(rb, pc, st, next, b) == 0)
+				continue;
 			if (!internal)
 				count_lost(&pc->ctl->lost_full, 1);
 			return 0;
@@ -329,7 +342,7 @@ static int reserve_once(struct ringtrace__wctx *c, uint32_t payload, uint32_t ti
 		c->slot = rb_slot_of(rb, next);
 		c->len = (uint32_t)need;
 		if (in)
-			wake_reader(rb);
+			rb_wake_reader(rb);
 		return 1;
 	}
 }
@@ -359,5 +372,5 @@ void rb_flush_quiescent(struct ringtrace__rb *rb)
 		uint64_t next = (pos - in + sb) & RINGTRACE__POS_MASK;
 		__atomic_store_n(&pc->ctl->state, next | (st & ~RINGTRACE__POS_MASK), __ATOMIC_RELEASE);
 	}
-	wake_reader(rb);
+	rb_wake_reader(rb);
 }

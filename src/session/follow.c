@@ -139,9 +139,10 @@ void sess_follow_env(const struct sess *r)
 	 * the pid we are now, which it keeps), not those of its children. */
 	if (!r->o->follow_exec)
 		snprintf(self, sizeof(self), " self=%d", (int)getpid());
-	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s%s", r->o->follow_fork,
-		 r->o->follow_exec ? 1 : 2, (unsigned long long)(r->o->buf_size / r->nsb), r->nsb, r->mode,
-		 r->o->stacks, r->o->stack_bits, r->follow->name, self);
+	snprintf(v, sizeof(v), "fork=%d exec=%d sb=%llu nsb=%u mode=%u stacks=%d bits=%u sock=%s block=%u%s",
+		 r->o->follow_fork, r->o->follow_exec ? 1 : 2, (unsigned long long)(r->o->buf_size / r->nsb), r->nsb,
+		 r->mode, r->o->stacks, r->o->stack_bits, r->follow->name,
+		 r->o->block_us > 0 ? (unsigned)r->o->block_us : 0u, self);
 	setenv("RINGTRACE_FOLLOW", v, 1);
 	/* -e patterns, one a line (for exec'ed programs: a forked child
 	 * inherits its parent's selection). */

@@ -25,6 +25,7 @@ void sess_opts_init(struct sess_opts *o)
 	o->nsb = RB_DEFAULT_NSB;
 	o->mode = RINGTRACE__MODE_DISCARD;
 	o->stack_bits = 0; /* 0: not given (STACKMAP_BITS_DEFAULT) */
+	o->block_us = -1;  /* the default of the session's kind */
 }
 
 int sess_opts_add_pattern(struct sess_opts *o, const char *pat, char *err, size_t errlen)
@@ -71,7 +72,7 @@ int sess_opts_finish(struct sess_opts *o, char *err, size_t errlen)
 			FAIL("-p attaches to a running program: no PROGRAM may follow");
 		if (o->patterns_len || o->mode != RINGTRACE__MODE_DISCARD || o->stacks || o->stack_bits || o->flight ||
 		    o->memtrace || o->aggregate || o->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB ||
-		    o->nsb != RB_DEFAULT_NSB)
+		    o->nsb != RB_DEFAULT_NSB || o->block_us >= 0)
 			FAIL("with -p, the program's own settings apply: use 'ringtrace enable/disable' and 'ringtrace buffer-size'");
 		if ((o->snap_on || o->min_interval) && !o->snapshot)
 			FAIL("--snapshot-on and --min-interval go with --snapshot (or --flight-recorder)");
@@ -100,6 +101,12 @@ int sess_opts_finish(struct sess_opts *o, char *err, size_t errlen)
 		FAIL("--flight-recorder is in overwrite mode already: no --mode");
 	if (o->flight)
 		o->mode = RINGTRACE__MODE_OVERWRITE;
+	if (o->block_us > 0 && o->mode == RINGTRACE__MODE_OVERWRITE)
+		FAIL("--blocking-timeout goes with discard mode: overwrite mode never waits for room (use --drop or no option)");
+	if (o->block_us > (int64_t)RB_BLOCK_MAX_US)
+		FAIL("--blocking-timeout %lld: at most %u microseconds", (long long)o->block_us, RB_BLOCK_MAX_US);
+	if (o->block_us < 0)
+		o->block_us = o->memtrace && !o->aggregate && o->mode == RINGTRACE__MODE_DISCARD ? SESS_BLOCK_MEM_US : 0;
 	if ((o->snap_on || o->min_interval) && !o->flight)
 		FAIL("--snapshot-on and --min-interval go with --flight-recorder (or --snapshot)");
 	if (o->aggregate && o->flight)

@@ -130,6 +130,7 @@ static int record_run(struct sess *r, int *ret_status)
 	 * stack need it even without --stacks. */
 	p.stack_bits = o->stack_bits ? o->stack_bits : STACKMAP_BITS_DEFAULT;
 	p.stacks = (uint32_t)o->stacks;
+	p.block_us = o->block_us > 0 ? (uint32_t)o->block_us : 0;
 	if (getrandom(r->uuid, sizeof(r->uuid), 0) != sizeof(r->uuid)) {
 		uint64_t x = sess_mono_ms() ^ ((uint64_t)getpid() << 32);
 		for (int i = 0; i < 16; i++)

@@ -52,6 +52,10 @@ struct sess_stats {
 	 * too big for a sub-buffer, a thread without rseq, committed but cut
 	 * off by a crash, taken but not written (the disk full, say). */
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash, lost_unwritten;
+	/* Writers that waited for room (blocking mode): events that waited,
+	 * nanoseconds waited in all, and events dropped after the timeout
+	 * (in lost_full too). */
+	uint64_t block_waits, block_ns, block_timeouts;
 	/* The fullest per-CPU buffer: committed bytes not yet taken, in
 	 * percent of its size (100 in overwrite mode once it wrapped). */
 	unsigned fullest_pct;
@@ -88,6 +92,10 @@ struct sess_opts {
 	const char *min_interval;    /* --min-interval MS */
 	uint32_t stack_bits;         /* --stack-bits, 0: the default */
 	int follow_fork, follow_exec;
+	/* --blocking-timeout US (--drop: 0): how long a writer waits for room
+	 * in a full buffer; -1: the default, SESS_BLOCK_MEM_US with --mem
+	 * (an allocation trace loses nothing), else 0 (tracepoints drop). */
+	int64_t block_us;
 
 	/* The caller's side. */
 	volatile sig_atomic_t *stop;      /* set (by a signal handler): stop, detach */
@@ -103,6 +111,11 @@ struct sess_opts {
 	void (*on_round)(void *arg, const struct sess_stats *st);
 	void *arg;
 };
+
+/* With --mem, how long a writer waits for room by default: 1 s, far above
+ * any pause of a recorder that keeps up, short enough for a program whose
+ * recorder stopped to run on (each CPU waits once per stall). */
+#define SESS_BLOCK_MEM_US 1000000
 
 /* The defaults: 2 MiB per CPU in 8 sub-buffers, discard mode. */
 void sess_opts_init(struct sess_opts *o);

@@ -118,6 +118,7 @@ struct sess {
 	char comm[17];               /* -p: the program's name */
 	uint64_t last_scan, last_meta;  /* sess_round(): ms of the last thread scan, metadata */
 	uint64_t lost_full, lost_overwrite, lost_too_big, lost_nocpu, lost_crash;
+	uint64_t block[3];           /* waits for room: events, ns, timed out */
 	uint32_t clock;
 	struct clk_sample c0;
 	uint8_t uuid[16];
@@ -178,6 +179,8 @@ unsigned sess_consume(struct sess *r, unsigned max);
 int sess_write_metadata(struct sess *r, int final);
 int sess_reader_from_region(struct sess *r);
 void sess_lost_counts(const struct ringtrace__rb *rb, uint64_t v[4]);
+/* Waits for room of every CPU, summed: events that waited, ns, timed out. */
+void sess_block_counts(const struct ringtrace__rb *rb, uint64_t v[3]);
 unsigned sess_round(struct sess *r);
 void sess_finish(struct sess *r, int salvage);
 void sess_stats_get(const struct sess *r, struct sess_stats *ret);

@@ -247,6 +247,13 @@ int sess_write_metadata(struct sess *r, int final)
 		{ "ringtrace_lost_too_big", NULL, (int64_t)r->lost_too_big },
 		{ "ringtrace_lost_no_rseq", NULL, (int64_t)r->lost_nocpu },
 		{ "ringtrace_lost_crash", NULL, (int64_t)r->lost_crash },
+		/* Blocking mode: how long a writer may wait for room (0: it
+		 * drops), how many events waited, for how long in all, and how
+		 * many were dropped after the whole wait (in lost_full too). */
+		{ "ringtrace_blocking_timeout_us", NULL, (int64_t)r->rb->block_us },
+		{ "ringtrace_blocked_events", NULL, (int64_t)r->block[0] },
+		{ "ringtrace_blocked_ns", NULL, (int64_t)r->block[1] },
+		{ "ringtrace_blocked_timeouts", NULL, (int64_t)r->block[2] },
 		/* Events the recorder took but could not write (disk full):
 		 * the trace is cut; why, in a few words. */
 		{ "ringtrace_lost_unwritten", NULL, (int64_t)r->unwritten_total },
@@ -432,6 +439,18 @@ void sess_lost_counts(const struct ringtrace__rb *rb, uint64_t v[4])
 	}
 }
 
+void sess_block_counts(const struct ringtrace__rb *rb, uint64_t v[3])
+{
+	v[0] = v[1] = v[2] = 0;
+	for (uint32_t c = 0; c < rb->ncpus; c++) {
+		const struct ringtrace__rb_cpu *cc = rb->cpu[c].ctl;
+		/* Relaxed: the writers' atomic adds (rb_block.c). */
+		v[0] += __atomic_load_n(&cc->block_waits, __ATOMIC_RELAXED);
+		v[1] += __atomic_load_n(&cc->block_ns, __ATOMIC_RELAXED);
+		v[2] += __atomic_load_n(&cc->block_timeouts, __ATOMIC_RELAXED);
+	}
+}
+
 /* One round of the recorder: new registry entries, the closed sub-buffers
  * (at most nsb per CPU), thread names every 50 ms, metadata at most every
  * second when events were added. Returns the sub-buffers taken. */
@@ -518,6 +537,7 @@ void sess_finish(struct sess *r, int salvage)
 	r->lost_overwrite = lost[1] - r->live.lost0[1];
 	r->lost_too_big = lost[2] - r->live.lost0[2];
 	r->lost_nocpu = lost[3] - r->live.lost0[3];
+	sess_block_counts(r->rb, r->block);
 	struct rb_reader_stats st;
 	rb_reader_stats(r->reader, &st);
 	/* Committed but unreadable: cut off after a record its writer never
@@ -559,6 +579,11 @@ void sess_finish(struct sess *r, int salvage)
 		(unsigned long long)r->lost_full, (unsigned long long)r->lost_overwrite,
 		(unsigned long long)r->lost_too_big, extra, (unsigned long long)r->bytes, r->outdir,
 		(meta_ok && !r->write_failed) ? "" : " (INCOMPLETE)");
+	if (r->block[0])
+		sess_log(SESS_SRC_RECORD,
+			 "writers waited for room %llu times, %.3f ms in all (blocking timeout %.3f ms); %llu events dropped after the whole wait\n",
+			 (unsigned long long)r->block[0], (double)r->block[1] / 1e6, (double)r->rb->block_us / 1e3,
+			 (unsigned long long)r->block[2]);
 	if (r->rb->hdr->reg_dropped)
 		sess_log(SESS_SRC_RECORD, "%u event descriptions did not fit in the registry\n", r->rb->hdr->reg_dropped);
 	if (r->drift.jump_ns)
@@ -585,6 +610,11 @@ void sess_stats_get(const struct sess *r, struct sess_stats *ret)
 	ret->lost_nocpu = lost[3] - r->live.lost0[3];
 	ret->lost_crash = st.crash_lost + st.corrupt_events;
 	ret->lost_unwritten = r->unwritten_total;
+	uint64_t blk[3];
+	sess_block_counts(r->rb, blk);
+	ret->block_waits = blk[0];
+	ret->block_ns = blk[1];
+	ret->block_timeouts = blk[2];
 	uint64_t sb = r->rb->sb_mask + 1, ring = sb * r->nsb;
 	for (uint32_t c = 0; c < r->rb->ncpus && ring; c++) {
 		struct ctl_cpu_stat cs;

@@ -22,8 +22,14 @@
  *   successful reserves == events read + lost_overwrite
  *   per CPU: written (committed + dropped) == read + the last events_discarded.
  *
+ * With --block US (discard mode) writers wait for room up to US
+ * microseconds (src/ringbuf/rb_block.c) and the slow reader wakes them;
+ * then, besides the above: some writer waited, and no event was lost
+ * unless a wait timed out (a drop without a whole wait happens only once
+ * one did, on a stalled consumer).
+ *
  * Usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T]
- *                       [--no-rseq] [--yield] [--clock tsc|monotonic]
+ *                       [--no-rseq] [--yield] [--clock tsc|monotonic] [--block US]
  * With --clock monotonic the rseq path reads the clock outside its critical
  * sections (ringtrace__rseq_reserve_any()): the timestamp order above is
  * what that path must keep.
@@ -311,6 +317,7 @@ static int parse_mode(const char *s)
 int main(int argc, char **argv)
 {
 	int mode = RINGTRACE__MODE_DISCARD, no_rseq = 0;
+	uint32_t block_us = 0;
 	uint32_t clock = RINGTRACE__CLOCK_TSC;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
@@ -327,8 +334,10 @@ int main(int argc, char **argv)
 			no_rseq = 1;
 		else if (!strcmp(argv[i], "--yield"))
 			do_yield = 1;
+		else if (!strcmp(argv[i], "--block") && i + 1 < argc)
+			block_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
-			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield] [--clock tsc|monotonic]\n");
+			fprintf(stderr, "usage: stress_ringbuf [--mode discard|overwrite] [--events N] [--threads T] [--no-rseq] [--yield] [--clock tsc|monotonic] [--block US]\n");
 			return 2;
 		}
 	}
@@ -342,6 +351,7 @@ int main(int argc, char **argv)
 	p.mode = (uint32_t)mode;
 	p.clock = clock;
 	p.reg_size = 4096;
+	p.block_us = block_us;
 	memset(p.uuid, 0x5a, sizeof(p.uuid));
 	uint64_t size;
 	if (rb_region_size(&p, &size) < 0)
@@ -380,7 +390,7 @@ int main(int argc, char **argv)
 		while (rb_reader_salvage(r, c, payload_size, NULL, ringtrace__now(rb), &pkt) > 0)
 			check_packet(&pkt);
 
-	uint64_t ok = 0, failed = 0, lf = 0, lo = 0, lt = 0, ln = 0;
+	uint64_t ok = 0, failed = 0, lf = 0, lo = 0, lt = 0, ln = 0, bw = 0, bt = 0;
 	for (int i = 0; i < nthreads; i++) {
 		ok += writers[i].ok;
 		failed += writers[i].failed;
@@ -390,6 +400,8 @@ int main(int argc, char **argv)
 		lo += rb->cpu[c].ctl->lost_overwrite;
 		lt += rb->cpu[c].ctl->lost_too_big;
 		ln += rb->cpu[c].ctl->lost_nocpu;
+		bw += rb->cpu[c].ctl->block_waits;
+		bt += rb->cpu[c].ctl->block_timeouts;
 	}
 	struct rb_reader_stats rs;
 	rb_reader_stats(r, &rs);
@@ -400,6 +412,17 @@ int main(int argc, char **argv)
 	       (unsigned long long)events_read, (unsigned long long)lf, (unsigned long long)lo,
 	       (unsigned long long)lt, (unsigned long long)ln, (unsigned long long)rs.torn,
 	       (unsigned long long)events_ext);
+	if (block_us) {
+		printf("blocking %u us: %llu waits, %llu timed out\n", block_us, (unsigned long long)bw,
+		       (unsigned long long)bt);
+		if (mode == RINGTRACE__MODE_DISCARD && bw == 0)
+			FAIL("blocking mode: no writer waited for the slow reader\n");
+		if (mode == RINGTRACE__MODE_OVERWRITE && bw != 0)
+			FAIL("overwrite mode: %llu writers waited\n", (unsigned long long)bw);
+		if (mode == RINGTRACE__MODE_DISCARD && bt == 0 && lf != 0)
+			FAIL("blocking mode: %llu events lost to a full buffer, no wait timed out\n",
+			     (unsigned long long)lf);
+	}
 	if (failed != lf + lt + ln)
 		FAIL("dropped at reserve %llu != counted %llu\n", (unsigned long long)failed,
 		     (unsigned long long)(lf + lt + ln));
@@ -426,8 +449,9 @@ int main(int argc, char **argv)
 		FAIL("%llu sub-buffers failed validation\n", (unsigned long long)rs.corrupt);
 	if (events_read == 0)
 		FAIL("nothing was read\n");
-	printf("%s - stress %s %s %s: written == read + lost, no corruption, order kept\n",
-	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", rb->use_rseq ? "rseq" : "atomic",
+	printf("%s - stress %s%s %s %s: written == read + lost, no corruption, order kept\n",
+	       failures ? "not ok" : "ok", mode ? "overwrite" : "discard", block_us ? " blocking" : "",
+	       rb->use_rseq ? "rseq" : "atomic",
 	       rb->clock_tsc ? "tsc" : "monotonic");
 	rb_reader_free(r);
 	return failures ? 1 : 0;

@@ -1,8 +1,8 @@
 /*
  * test_ringbuf.c - the ring buffer on one pinned thread: packet layout,
  * record headers, sub-buffer switches, both modes, loss accounting by
- * cause, remote commits, salvage of unwritten records, and validation of
- * damaged region headers.
+ * cause, remote commits, salvage of unwritten records, blocking mode with
+ * a stalled consumer, and validation of damaged region headers.
  */
 #include <errno.h>
 #include <sched.h>
@@ -33,7 +33,7 @@ static struct ringtrace_event_desc ev_small = { 1, 3, RINGTRACE_ABI_VERSION, 0, 
 static struct ringtrace_event_desc ev_bigid = { 1, 40, RINGTRACE_ABI_VERSION, 0, "t", "bigid", "u64 n",
 						__FILE__, 0, 0, 0 };
 
-static int setup_mode(void **state, uint32_t mode)
+static int setup_mode_block(void **state, uint32_t mode, uint32_t block_us)
 {
 	cpu_set_t set;
 	CPU_ZERO(&set);
@@ -48,6 +48,7 @@ static int setup_mode(void **state, uint32_t mode)
 	p.mode = mode;
 	p.clock = RINGTRACE__CLOCK_TSC;
 	p.reg_size = 4096;
+	p.block_us = block_us;
 	memset(p.uuid, 0xab, 16);
 	assert_int_equal(rb_region_size(&p, &f->size), 0);
 	f->mem = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -61,6 +62,17 @@ static int setup_mode(void **state, uint32_t mode)
 	ringtrace__rb_current = f->rb;
 	*state = f;
 	return 0;
+}
+
+static int setup_mode(void **state, uint32_t mode)
+{
+	return setup_mode_block(state, mode, 0);
+}
+
+/* Blocking mode: a writer waits 20 ms for room. */
+static int setup_block(void **state)
+{
+	return setup_mode_block(state, RINGTRACE__MODE_DISCARD, 20000);
 }
 
 static int setup_discard(void **state)
@@ -246,6 +258,79 @@ static void test_discard_full(void **state)
 	}
 	assert_int_equal(after, 1);
 	assert_int_equal(next, ok + 1);
+}
+
+/*
+ * Blocking mode with nobody reading (a stalled recorder): the first event
+ * that finds the buffer full waits the whole timeout, then is dropped;
+ * the next ones are dropped at once (no wait) until the consumer takes a
+ * sub-buffer; after that a full buffer is waited for again.
+ */
+static void test_block_stall(void **state)
+{
+	struct fixture *f = *state;
+	struct ringtrace__rb_cpu *ctl = f->rb->cpu[0].ctl;
+	assert_int_equal(f->rb->block_us, 20000);
+	/* The salvage tests leave reservations uncommitted, i.e. this
+	 * thread's `nest` raised: a probe nested in another never waits. */
+	ringtrace__tls.nest = 0;
+	uint64_t ok = 0;
+	while (fire(&ev_small, ok))
+		ok++;
+	assert_true(ok > 0);
+	assert_int_equal(ctl->block_waits, 1);
+	assert_int_equal(ctl->block_timeouts, 1);
+	assert_int_equal(ctl->lost_full, 1);
+	/* Each timed-out wait lasted the whole timeout. */
+	assert_true(ctl->block_ns >= 20000000u);
+	for (int i = 0; i < 100; i++)
+		assert_false(fire(&ev_small, 0));
+	assert_int_equal(ctl->block_waits, 1);
+	assert_int_equal(ctl->lost_full, 101);
+	/* The consumer moves: room, and the next full buffer is waited for. */
+	struct rb_packet pkt;
+	assert_int_equal(rb_reader_get(f->rd, 0, &pkt), 1);
+	rb_reader_put(f->rd, 0);
+	assert_true(fire(&ev_small, ok));
+	while (fire(&ev_small, ok))
+		;
+	assert_int_equal(ctl->block_waits, 2);
+	assert_int_equal(ctl->block_timeouts, 2);
+	assert_int_equal(ctl->lost_full, 102);
+}
+
+/* A probe that interrupted another of its thread (a signal handler: its
+ * `nest` counts both) drops at once: the room it would wait for may be
+ * the interrupted reservation's. */
+static void test_block_nested(void **state)
+{
+	struct fixture *f = *state;
+	struct ringtrace__rb_cpu *ctl = f->rb->cpu[0].ctl;
+	ringtrace__tls.nest = 1; /* the interrupted probe */
+	uint64_t ok = 0;
+	while (fire(&ev_small, ok))
+		ok++;
+	assert_true(ok > 0);
+	assert_int_equal(ringtrace__tls.nest, 1);
+	assert_int_equal(ctl->block_waits, 0);
+	assert_int_equal(ctl->lost_full, 1);
+	ringtrace__tls.nest = 0;
+}
+
+/* Overwrite mode never waits, whatever the creator asked. */
+static void test_block_overwrite(void **state)
+{
+	struct fixture *f = *state;
+	for (uint64_t i = 0; i < 5000; i++)
+		fire(&ev_small, i);
+	assert_int_equal(f->rb->block_us, 0);
+	assert_int_equal(f->rb->cpu[0].ctl->block_waits, 0);
+	assert_true(f->rb->cpu[0].ctl->lost_overwrite > 0);
+}
+
+static int setup_block_overwrite(void **state)
+{
+	return setup_mode_block(state, RINGTRACE__MODE_OVERWRITE, 20000);
 }
 
 static void test_overwrite_counts(void **state)
@@ -539,6 +624,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote_commit, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_lap_tags_wrap, setup_discard, teardown),
 		cmocka_unit_test_setup_teardown(test_salvage_overwrite_hole, setup_overwrite, teardown),
+		cmocka_unit_test_setup_teardown(test_block_stall, setup_block, teardown),
+		cmocka_unit_test_setup_teardown(test_block_nested, setup_block, teardown),
+		cmocka_unit_test_setup_teardown(test_block_overwrite, setup_block_overwrite, teardown),
 		cmocka_unit_test(test_view_validation),
 	};
 	return cmocka_run_group_tests_name("ringbuf", tests, NULL, NULL);
