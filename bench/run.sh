@@ -209,6 +209,14 @@ echo "== allocation tracing: cc1 and malloc/free pairs under --mem, --mem --stac
 "$ROOT/bench/mem.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
 	note "no allocation-tracing figures"
 
+echo "== sampled allocation tracing: cc1 and 2-thread pairs, full vs sampled, log and counters (bench/mem_sample.sh)" >&2
+"$ROOT/bench/mem_sample.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no sampling figures"
+
+echo "== losing nothing: --mem waiting for room vs --drop (bench/mem_block.sh)" >&2
+"$ROOT/bench/mem_block.sh" "$BUILD" | grep -E '^(result|info)' >>"$RES" ||
+	note "no blocking-mode figures"
+
 {
 	echo "info load_after $(busy_pct)% of all CPUs busy during 1 s after the run; top: $(top_procs)"
 	echo "info steal $(( $(steal_ms) - STEAL0 )) ms of CPU time taken by the hypervisor during the $((SECONDS - T0)) s run"
@@ -400,6 +408,11 @@ if grep -q '^result live_' "$RES"; then
 fi
 if grep -q '^result mem_' "$RES"; then
 	"$ROOT/bench/mem.sh" --summary "$RES"
+	echo
+fi
+if grep -q '^result mem_\(sample\|block\)_' "$RES"; then
+	echo "Sampling (bench/mem_sample.sh) and losing nothing (bench/mem_block.sh): median s, ratio to untraced"
+	grep '^result mem_\(sample\|block\)_' "$RES" | sed 's/^result /  /'
 	echo
 fi
 echo "raw results: $RES; table: $OUT/table.txt"
