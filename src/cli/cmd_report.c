@@ -1103,7 +1103,8 @@ int cmd_report(int argc, char **argv)
 int cmd_mem(int argc, char **argv)
 {
 	const char *outdir = NULL;
-	int stacks = 1, i = 1, progress = PROGRESS_AUTO;
+	int stacks = 1, i = 1, progress = PROGRESS_AUTO, seed_set = 0;
+	uint64_t sample = 0, seed = 0;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -1111,8 +1112,8 @@ int cmd_mem(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--allow-shared-dir] [--progress|--quiet]\n"
-			       "                     -- PROGRAM [ARGS...]\n\n"
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--sample BYTES [--sample-seed N]]\n"
+			       "                     [--allow-shared-dir] [--progress|--quiet] -- PROGRAM [ARGS...]\n\n"
 			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
 			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
 			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n"
@@ -1120,7 +1121,10 @@ int cmd_mem(int argc, char **argv)
 			       "                      others may write into (see docs/security.md)\n"
 			       "  --progress          the status line while recording even when stderr is not a\n"
 			       "                      terminal (one line a second there)\n"
-			       "  --quiet, -q         no status line (by default: one on a terminal)\n");
+			       "  --quiet, -q         no status line (by default: one on a terminal)\n"
+			       "  --sample BYTES      record a Poisson sample of the allocations, one per BYTES\n"
+			       "                      allocated on average (K, M, G); the report estimates\n"
+			       "  --sample-seed N     the sampling's seed (decimal or 0x...; default: random)\n");
 			return 0;
 		}
 		if (!strcmp(a, "--no-stacks")) {
@@ -1133,6 +1137,12 @@ int cmd_mem(int argc, char **argv)
 			out_flags = OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			outdir = argv[++i];
+		} else if ((!strcmp(a, "--sample") || !strcmp(a, "--sample-seed")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			if (a[8] ? cli_parse_seed("ringtrace mem", v, &seed) < 0 :
+				   cli_parse_sample("ringtrace mem", v, &sample) < 0)
+				return 2;
+			seed_set |= a[8] != 0;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "ringtrace mem: unknown option '%s' (try --help)\n", a);
 			return 2;
@@ -1164,6 +1174,9 @@ int cmd_mem(int argc, char **argv)
 	o.outdir = outdir;
 	o.outdir_flags = out_flags & OUTDIR_ALLOW_SHARED;
 	o.argv = argv + i;
+	o.sample = sample;
+	o.sample_seed = seed;
+	o.sample_seed_set = seed_set;
 	if (sess_opts_finish(&o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ringtrace mem: %s\n", err);
 		return 2;

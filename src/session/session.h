@@ -88,6 +88,11 @@ struct sess_opts {
 	const char *min_interval;    /* --min-interval MS */
 	uint32_t stack_bits;         /* --stack-bits, 0: the default */
 	int follow_fork, follow_exec;
+	/* --sample BYTES: with memtrace, a Poisson sample of one allocation
+	 * per BYTES on average (0: every call); --sample-seed (sample_seed_set). */
+	uint64_t sample;
+	uint64_t sample_seed;
+	int sample_seed_set;
 
 	/* The caller's side. */
 	volatile sig_atomic_t *stop;      /* set (by a signal handler): stop, detach */
