@@ -102,7 +102,7 @@ _ringtrace()
 	--weight)
 		COMPREPLY=($(compgen -W "events bytes" -- "$cur"))
 		return ;;
-	--buffer-size | --subbuffers | -e | --stack-bits | --snapshot-on | --min-interval | \
+	--buffer-size | --subbuffers | -e | --stack-bits | --snapshot-on | --min-interval | --sample | --sample-seed | \
 		--count | --interval | -d | -n | --top | --max-problems)
 		return ;;
 	esac
@@ -119,7 +119,7 @@ _ringtrace()
 		w=${words[i]}
 		case $w in
 		-o | -p | -d | -n | -e | --*-dir | --bin | --from-bin | --mode | --by | --sort | --to | --weight | \
-			--buffer-size | --subbuffers | --stack-bits | --snapshot-on | --min-interval | --count | \
+			--buffer-size | --subbuffers | --stack-bits | --snapshot-on | --min-interval | --sample | --sample-seed | --count | \
 			--interval | --top | --max-problems)
 			((i++)) ;;
 		-*) ;;
