@@ -126,9 +126,11 @@ void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *
 /* The heap's figures are the replay's. */
 static void heap_now(struct report *r)
 {
-	r->live_n = r->rp.live_n;
-	r->live_req = r->rp.live_req;
-	r->live_usable = r->rp.live_usable;
+	/* Weighted: the figures of a full trace, estimates of a sampled
+	 * one (live_n in REPLAY_W_ONE units until report_weigh). */
+	r->live_n = r->rp.w_live_n;
+	r->live_req = r->rp.w_live_req;
+	r->live_usable = r->rp.w_live_usable;
 	if (r->rp.live_pages > r->pages_peak)
 		r->pages_peak = r->rp.live_pages;
 }
@@ -155,19 +157,22 @@ static int on_alloc(void *arg, const struct replay_event *ev, struct replay_bloc
 	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
 	b->user = rows_of(r, t[0], t[1]);
 	r->allocs++;
-	r->req += b->size;
-	r->usable += b->usable;
+	r->w_allocs += b->wn;
+	r->req += b->wsize;
+	r->usable += b->wusable;
 	heap_now(r);
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
 		peak_keep(r, t[i]);
 		t[i]->allocs++;
-		t[i]->req += b->size;
-		t[i]->usable += b->usable;
+		t[i]->w_allocs += b->wn;
+		t[i]->req += b->wsize;
+		t[i]->usable += b->wusable;
 		t[i]->live_n++;
-		t[i]->live_req += b->size;
-		t[i]->live_usable += b->usable;
+		t[i]->w_live_n += b->wn;
+		t[i]->live_req += b->wsize;
+		t[i]->live_usable += b->wusable;
 		t[i]->fams |= 1ull << (b->fam & 63);
 		if (!t[i]->site)
 			t[i]->site = b->site;
@@ -200,11 +205,12 @@ static int on_failed(void *arg, const struct replay_event *ev, uint64_t size, un
 static int on_end(void *arg, const struct replay_event *ev, const struct replay_block *b)
 {
 	struct report *r = arg;
-	int freed = b->end != RP_END_REUSED;
+	int freed = b->end != RP_END_REUSED && b->end != RP_END_UNTRACKED;
 	int xc = freed && b->cpu != ev->cpu, xt = freed && b->tid && ev->tid && b->tid != ev->tid;
 	heap_now(r);
 	if (freed) {
 		r->frees++;
+		r->w_frees += b->wn;
 		r->frees_known++;
 		r->xcpu += xc;
 		r->xthread += xt;
@@ -217,9 +223,11 @@ static int on_end(void *arg, const struct replay_event *ev, const struct replay_
 			continue;
 		peak_keep(r, t[i]);
 		t[i]->frees += freed;
+		t[i]->w_frees += freed ? b->wn : 0;
 		t[i]->live_n--;
-		t[i]->live_req -= b->size;
-		t[i]->live_usable -= b->usable;
+		t[i]->w_live_n -= b->wn;
+		t[i]->live_req -= b->wsize;
+		t[i]->live_usable -= b->wusable;
 		t[i]->xcpu += xc;
 		t[i]->xthread += xt;
 	}
@@ -255,11 +263,13 @@ static int on_leak(void *arg, const struct replay_block *b, int possible)
 	struct agg *t[2];
 	rows_get(r, b->user, t);
 	r->pos_n++;
-	r->pos_req += b->size;
+	r->w_pos_n += b->wn;
+	r->pos_req += b->wsize;
 	for (int i = 0; i < 2; i++) {
 		if (t[i]) {
 			t[i]->pos_n++;
-			t[i]->pos_req += b->size;
+			t[i]->w_pos_n += b->wn;
+			t[i]->pos_req += b->wsize;
 		}
 	}
 	return 0;
@@ -277,6 +287,45 @@ uint64_t report_errors(const struct report *r, uint64_t *ret_possible)
 	if (ret_possible)
 		*ret_possible = p;
 	return n;
+}
+
+/* Weights in REPLAY_W_ONE units, rounded to a count. */
+static uint64_t w_count(uint64_t w)
+{
+	return (w + REPLAY_W_ONE / 2) >> REPLAY_W_SHIFT;
+}
+
+/* The end of the replay: the counts of a sampled trace become the sums
+ * of the weights (the bytes are already scaled); those of a full one are
+ * the counts (every weight one). The live counts were weights all along. */
+static void report_weigh(struct report *r)
+{
+	int est = r->rp.sample_mean != 0;
+	struct aggtab *tabs[2] = { &r->sites, &r->stacks };
+	r->sample_mean = r->rp.sample_mean;
+	r->live_n = w_count(r->live_n);
+	if (est) {
+		r->allocs = w_count(r->w_allocs);
+		r->frees = w_count(r->w_frees);
+		r->pos_n = w_count(r->w_pos_n);
+	}
+	for (int i = 0; i < 2; i++) {
+		for (size_t j = 0; j < tabs[i]->n; j++) {
+			struct agg *a = &tabs[i]->v[j];
+			a->live_n = w_count(a->w_live_n);
+			if (est) {
+				a->allocs = w_count(a->w_allocs);
+				a->frees = w_count(a->w_frees);
+				a->pos_n = w_count(a->w_pos_n);
+			}
+		}
+	}
+}
+
+const char *report_sample_text(const struct report *r, char *buf, size_t len)
+{
+	struct replay mean = { .sample_mean = r->sample_mean };
+	return replay_sample_text(&mean, buf, len);
 }
 
 const char *report_possible_why(const struct report *r)
@@ -479,6 +528,11 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			dir, secs);
 	else
 		fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
+	char smp[128];
+	if (r->sample_mean)
+		fprintf(o, "SAMPLED: allocations, frees, bytes, heap and leaks are %s (docs/mem.md, \"Exact and estimated\")%s\n\n",
+			report_sample_text(r, smp, sizeof(smp)),
+			r->aggregate ? "; the rows marked 'exact' count every call at their site" : "");
 	fprintf(o, "Totals\n");
 	fprintf(o, "  allocations          %" PRIu64 " (%" PRIu64 " failed)\n", r->allocs, r->failed);
 	fprintf(o, "  frees                %" PRIu64 "\n", r->frees);
@@ -503,6 +557,8 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			r->mmaps, r->munmaps, r->pages_peak);
 	uint64_t npos, nerr = report_errors(r, &npos);
 	fprintf(o, "  errors               %" PRIu64, nerr);
+	if (r->sample_mean)
+		fprintf(o, " among the samples (frees of unknown pointers and double frees are not seen)");
 	if (r->lost || npos)
 		fprintf(o, ": %" PRIu64 " certain, %" PRIu64 " %s", nerr - npos, npos, report_possible_why(r));
 	fputc('\n', o);
@@ -511,7 +567,10 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			r->inherited);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
-	if (r->agg_untracked)
+	if (r->sample_mean && (r->rp.untracked || r->agg_untracked))
+		fprintf(o, "  untracked samples    %" PRIu64 " (no room in the set of sampled blocks: counted allocated, not alive)\n",
+			r->rp.untracked + r->agg_untracked);
+	else if (r->agg_untracked)
 		fprintf(o, "  UNTRACKED BLOCKS     %" PRIu64 " (no room in the table of live blocks: their frees count as unknown)\n",
 			r->agg_untracked);
 	if (r->agg_keys_full)
@@ -644,6 +703,10 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "\"aggregate\": %s, ", r->aggregate ? "true" : "false");
 	json_num(o, "untracked_blocks", r->agg_untracked, 1);
 	json_num(o, "inherited_frees", r->inherited, 1);
+	/* Sampled: the counts and bytes are estimates (docs/mem.md). */
+	fprintf(o, "\"sampled\": %s, ", r->sample_mean ? "true" : "false");
+	json_num(o, "sample_mean", r->sample_mean, 1);
+	json_num(o, "untracked_samples", r->rp.untracked, 1);
 	json_num(o, "errors_possible", npos, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
@@ -657,6 +720,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			json_num(o, "stack_id", a->key, 1);
 		else if (r->by == 0)
 			fprintf(o, "\"site\": \"0x%" PRIx64 "\", ", a->key);
+		if (r->sample_mean)
+			fprintf(o, "\"estimate\": %s, ", a->exact ? "false" : "true");
 		json_num(o, "allocations", a->allocs, 1);
 		json_num(o, "failed", a->failed, 1);
 		json_num(o, "frees", a->frees, 1);
@@ -905,6 +970,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 	/* The losses no packet shows (the env's). */
 	r->lost += r->rp.env_lost;
 	(void)replay_finish(&r->rp);
+	report_weigh(r);
 	if (r->rp.oom) {
 		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
 		status = 1;
