@@ -529,10 +529,13 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	else
 		fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
 	char smp[128];
-	if (r->sample_mean)
-		fprintf(o, "SAMPLED: allocations, frees, bytes, heap and leaks are %s (docs/mem.md, \"Exact and estimated\")%s\n\n",
-			report_sample_text(r, smp, sizeof(smp)),
-			r->aggregate ? "; the rows marked 'exact' count every call at their site" : "");
+	if (r->sample_mean && r->aggregate)
+		fprintf(o, "SAMPLED: frees, the heap, leaks and the rows marked 'estimate' are %s; allocations, bytes "
+			   "and the rows marked 'exact' count every call (docs/mem.md, \"Exact and estimated\")\n\n",
+			report_sample_text(r, smp, sizeof(smp)));
+	else if (r->sample_mean)
+		fprintf(o, "SAMPLED: allocations, frees, bytes, heap and leaks are %s (docs/mem.md, \"Exact and estimated\")\n\n",
+			report_sample_text(r, smp, sizeof(smp)));
 	fprintf(o, "Totals\n");
 	fprintf(o, "  allocations          %" PRIu64 " (%" PRIu64 " failed)\n", r->allocs, r->failed);
 	fprintf(o, "  frees                %" PRIu64 "\n", r->frees);
@@ -804,6 +807,64 @@ static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
 		a->site = site;
 }
 
+/* Weights of MEMAGG_EST_UNIT per allocation, rounded to a count. */
+static uint64_t est_count(uint64_t w)
+{
+	return (w + MEMAGG_EST_UNIT / 2) / MEMAGG_EST_UNIT;
+}
+
+/*
+ * One slot of a sampled block (mem_agg.h, "Sampling"). Exact rows (a call
+ * site's every call) become rows of their own, marked exact, with the
+ * allocation side only (frees of blocks not sampled are not seen); they
+ * make the totals' allocations and bytes, which are then exact. Estimate
+ * rows (key | MEMAGG_KEY_EST) become rows keyed by their site with that
+ * bit kept (and by stack when the block is by stack), their weights
+ * rounded to counts; they make the totals' frees and live figures.
+ */
+static void merge_sampled(struct report *r, const struct memagg_slot *s, const struct stack_files *sf,
+			  struct sym_ctx *ctx)
+{
+	uint64_t key = s->key & ~MEMAGG_KEY_EST, site = key;
+	uint32_t stack = STACK_NONE;
+	if (key & MEMAGG_KEY_STACK) {
+		stack = (uint32_t)key;
+		site = stack_site(sf, ctx, stack);
+	} else if (key == MEMAGG_KEY_OTHER) {
+		site = 0;
+	}
+	if (!(s->key & MEMAGG_KEY_EST)) {
+		struct agg *a = agg_get(&r->sites, site);
+		if (!a)
+			return;
+		a->exact = 1;
+		a->allocs += s->allocs;
+		a->failed += s->failed;
+		a->req += s->req;
+		a->usable += s->usable;
+		a->fams |= s->fams;
+		a->site = site;
+		r->allocs += s->allocs;
+		r->failed += s->failed;
+		r->req += s->req;
+		r->usable += s->usable;
+		return;
+	}
+	struct memagg_slot e = *s;
+	e.allocs = est_count(s->est_allocs);
+	/* add_agg takes the blocks alive as allocs - frees. */
+	e.frees = e.allocs - est_count(s->est_allocs > s->est_frees ? s->est_allocs - s->est_frees : 0);
+	add_agg(agg_get(&r->sites, site | MEMAGG_KEY_EST), &e, site);
+	if (r->has_stacks && stack != STACK_NONE)
+		add_agg(agg_get(&r->stacks, stack), &e, site);
+	r->frees += e.frees;
+	r->frees_known += e.frees;
+	r->live_n += e.allocs - e.frees;
+	r->live_req += s->live_req;
+	r->live_usable += s->live_usable;
+	r->xcpu += s->xcpu;
+}
+
 /*
  * The counters of an aggregate-mode recording (src/mem/mem_agg.h), added
  * as the events would have been: per key (a stack, or a call site), the
@@ -819,10 +880,15 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 	const struct memagg_slot *slot = memagg_check(m, size, &n);
 	const struct memagg_header *h = m;
 	r->aggregate = 1;
+	r->sample_mean = h->sample_mean;
 	for (uint32_t i = 0; slot && i < n; i++) {
 		const struct memagg_slot *s = &slot[i];
 		if (!s->key || (!s->allocs && !s->failed))
 			continue;
+		if (h->sample_mean) {
+			merge_sampled(r, s, sf, ctx);
+			continue;
+		}
 		uint32_t stack = STACK_NONE;
 		uint64_t site = s->key;
 		if (s->key & MEMAGG_KEY_STACK) {
@@ -887,12 +953,24 @@ static int merge_aggregate(struct report *r, const char *dir, const struct stack
  * after sorting: lookups are done. */
 static void name_rows(struct report *r, struct aggtab *t, int by, struct sym_ctx *ctx)
 {
+	/* A sampled aggregate's estimate rows by site have MEMAGG_KEY_EST in
+	 * their key: named by their site. */
 	for (size_t i = 0; i < t->n; i++)
 		t->v[i].name = t->v[i].key == STACK_NONE && by == 1 ? strdup("(no stack)") :
-			       report_site_name(ctx, by == 1 ? t->v[i].site : t->v[i].key, by == 2);
+			       report_site_name(ctx, by == 1 || (t->v[i].key & MEMAGG_KEY_EST) ? t->v[i].site : t->v[i].key,
+						by == 2);
 	for (size_t i = 0; i < t->n; i++)
 		if (!t->v[i].name)
 			t->v[i].name = strdup("?");
+	/* A sampled aggregate has both kinds of rows: each says which (and
+	 * --by function merges each kind apart). */
+	for (size_t i = 0; r->aggregate && r->sample_mean && i < t->n; i++) {
+		char *n = NULL;
+		if (t->v[i].name && asprintf(&n, "%s (%s)", t->v[i].name, t->v[i].exact ? "exact" : "estimate") > 0) {
+			free(t->v[i].name);
+			t->v[i].name = n;
+		}
+	}
 	if (by == 2)
 		merge_by_name(t);
 	g_sort = r->sort;
@@ -1299,6 +1377,10 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 		(double)r.peak_ns / 1e9);
 	fprintf(o, "  %" PRIu64 " allocations (%" PRIu64 " failed), %" PRIu64 " frees, %" PRIu64 " blocks alive\n",
 		r.allocs, r.failed, r.frees, r.live_n);
+	char smp[128];
+	if (r.sample_mean)
+		fprintf(o, "  sampled: allocations exact (per call site), frees, heap and rows marked 'estimate' %s\n",
+			report_sample_text(&r, smp, sizeof(smp)));
 	fprintf(o, "%12s %9s %12s %10s %10s  %s\n", "LIVE", "BLOCKS", "PEAK", "ALLOCS", "FREES",
 		r.has_stacks ? "STACK (allocator's caller)" : "SITE");
 	size_t n = top > 0 && (size_t)top < rows->n ? (size_t)top : rows->n;
