@@ -53,7 +53,7 @@ int cli_parse_sample(const char *cmd, const char *v, uint64_t *ret)
 	 * nothing a program allocates. */
 	uint64_t n;
 	if (cli_parse_size(v, &n) < 0 || n == 0 || n > (UINT64_C(1) << 40)) {
-		fprintf(stderr, "%s: bad --sample '%s' (mean bytes between samples, 1 to 1T, such as 512K)\n", cmd,
+		fprintf(stderr, "%s: bad --sample '%s' (mean bytes between samples, 1 to 1024G, such as 512K)\n", cmd,
 			v);
 		return -1;
 	}
