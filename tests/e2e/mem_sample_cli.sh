@@ -134,8 +134,11 @@ if have "$MS" "$RINGTRACE_MALLOC_LIB"; then
 	timeout -k 5 $LIM "$RT" report s1 >s1.txt 2>&1
 	grep -q '^SAMPLED: .*estimated from a sample of one allocation per 256 KiB on average' s1.txt ||
 		{ why "the text report does not say it estimates, nor the rate"; show s1.txt 5; }
+	timeout -k 5 $LIM "$RT" report --html -o s1.html s1 >/dev/null 2>&1
+	grep -q '<p class="warn" id="sampled">Sampled: .*estimated from a sample of one allocation per 256 KiB' s1.html ||
+		why "the HTML report does not say it estimates, nor the rate"
 fi
-finish "record --mem --sample 256K --sample-seed 1: report --json within 15% per site, says sampled and the rate"
+finish "record --mem --sample 256K --sample-seed 1: report --json within 15% per site; JSON, text and HTML say sampled and the rate"
 
 begin
 if [ ! -x "$PPROF" ]; then
