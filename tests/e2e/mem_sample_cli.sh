@@ -7,7 +7,8 @@
 # (-raw, -top) show each figure within 15% of the truth, say they are
 # estimates and at what rate; the report of a sampled aggregate block
 # shows the exact per-site counts exactly and the estimate rows scaled,
-# symbolised; a sampled trace with no allocations converts to a valid
+# symbolised; SQLite's weight column and the Chrome heap counter
+# estimate the same; a sampled trace with no allocations converts to a valid
 # empty profile that still names its rate; bad values and -p are refused
 # with one line, status 2, nothing recorded.
 #
@@ -161,6 +162,25 @@ elif have "$MS"; then
 		"$(awk '$NF == "keep_alloc" { sub(/B$/, "", $1); print $1; exit }' "$T/top.out")" "$(val s1.out live_keep_bytes)"
 fi
 finish "pprof -raw/-top of the sampled trace: the four types scaled within 15%, the period and comment give the rate"
+
+# ---- SQLite and Chrome: the weights and the estimated heap ---------------------------------
+begin
+if have "$MS"; then
+	timeout -k 5 $LIM "$RT" convert s1 --to sqlite -o s1.db >s1.qout 2>s1.qerr || { why "convert --to sqlite failed"; show s1.qerr; }
+	q() { python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' s1.db "$1"; }
+	near "kept bytes allocated (SQLite, sum(size * weight))" \
+		"$(q "SELECT sum(a.size * a.weight) FROM allocations a JOIN sites s USING (site) WHERE s.function = 'keep_alloc'")" \
+		"$(val s1.out keep_bytes)"
+	near "kept bytes alive (SQLite)" \
+		"$(q "SELECT sum(a.size * a.weight) FROM allocations a JOIN sites s USING (site) WHERE s.function = 'keep_alloc' AND a.ts_free IS NULL")" \
+		"$(val s1.out live_keep_bytes)"
+	timeout -k 5 $LIM "$RT" convert s1 --to chrome -o s1.chrome.json >/dev/null 2>s1.cherr || { why "convert --to chrome failed"; show s1.cherr; }
+	near "heap at exit (Chrome counter)" "$(python3 -c '
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "C" and e.get("name") == "heap requested"]
+print(list(ev[-1]["args"].values())[0])' s1.chrome.json)" "$(val s1.out live_keep_bytes)"
+fi
+finish "SQLite (a weight per row) and the Chrome heap counter of the sampled trace: within 15%"
 
 # ---- the aggregate block: exact rows exact, estimate rows scaled -----------------------
 begin
