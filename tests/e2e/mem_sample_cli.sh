@@ -8,7 +8,8 @@
 # estimates and at what rate; the report of a sampled aggregate block
 # shows the exact per-site counts exactly and the estimate rows scaled,
 # symbolised; SQLite's weight column and the Chrome heap counter
-# estimate the same; a sampled trace with no allocations converts to a valid
+# estimate the same; `ringtrace top` marks its rows exact and estimate;
+# a sampled trace with no allocations converts to a valid
 # empty profile that still names its rate; bad values and -p are refused
 # with one line, status 2, nothing recorded.
 #
@@ -202,6 +203,34 @@ if have "$MS" "$RINGTRACE_MALLOC_LIB"; then
 	grep -q '^SAMPLED: ' a1.txt || why "the aggregate report does not say it is sampled"
 fi
 finish "report of a sampled aggregate block: exact per-site counts exact, estimate rows scaled and symbolised"
+
+# ---- ringtrace top of a sampled program ------------------------------------------------------
+begin
+MP=$PB/tests/e2e/memprog
+if have "$MP" "$RINGTRACE_MALLOC_LIB"; then
+	# A mean of 1 byte samples every block (weight 1): the estimate rows
+	# are then the exact figures. memprog hold: 100 blocks of 1000 bytes
+	# held until SIGUSR2 (as in mem_agg.sh, on one CPU).
+	taskset -c 0 "$RT" record -q --mem --aggregate --sample 1 -o h1 -- "$MP" hold 100 1000 >h1.out 2>h1.err &
+	rec=$!
+	for _ in $(seq 100); do grep -q holding h1.out && break; sleep 0.1; done
+	HOLD_PID=$(awk '/^holding/ { print $2 }' h1.out)
+	if [ -z "$HOLD_PID" ]; then
+		why "the program never said it holds its blocks"
+		show h1.err
+	else
+		timeout -k 5 $LIM "$RT" top "$HOLD_PID" -n 1 >top.out 2>top.err
+		eq "top status" "$?" 0
+		read -r live blocks _ <<<"$(grep 'hold_blocks.* (estimate)$' top.out)"
+		eq "top: hold_blocks estimate row: live blocks" "$live $blocks" "100000 100"
+		read -r _ _ _ allocs frees _ <<<"$(grep 'hold_blocks.* (exact)$' top.out)"
+		eq "top: hold_blocks exact row: allocs frees" "$allocs $frees" "100 0"
+		grep -q '^  sampled: .*one allocation per 1 bytes on average' top.out || { why "top does not say it is sampled"; show top.out; }
+		kill -USR2 "$HOLD_PID"
+	fi
+	wait "$rec"
+fi
+finish "ringtrace top of a sampled program: exact rows and estimate rows, symbolised, marked"
 
 # ---- no allocations: a valid empty profile with the rate ----------------------------------
 begin
