@@ -570,6 +570,9 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			r->inherited);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
+	if (r->sample_mean && r->rp.unmatched)
+		fprintf(o, "  unmatched frees      %" PRIu64 " (of addresses no sample allocated: not errors in a sampled trace)\n",
+			r->rp.unmatched);
 	if (r->sample_mean && (r->rp.untracked || r->agg_untracked))
 		fprintf(o, "  untracked samples    %" PRIu64 " (no room in the set of sampled blocks: counted allocated, not alive)\n",
 			r->rp.untracked + r->agg_untracked);
@@ -710,6 +713,7 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "\"sampled\": %s, ", r->sample_mean ? "true" : "false");
 	json_num(o, "sample_mean", r->sample_mean, 1);
 	json_num(o, "untracked_samples", r->rp.untracked, 1);
+	json_num(o, "unmatched_frees", r->rp.unmatched, 1);
 	json_num(o, "errors_possible", npos, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
