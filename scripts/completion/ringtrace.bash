@@ -97,7 +97,7 @@ _ringtrace()
 		COMPREPLY=($(compgen -W "requested allocated allocs frees frag leaked xcpu" -- "$cur"))
 		return ;;
 	--to)
-		COMPREPLY=($(compgen -W "chrome sqlite" -- "$cur"))
+		COMPREPLY=($(compgen -W "chrome sqlite pprof" -- "$cur"))
 		return ;;
 	--weight)
 		COMPREPLY=($(compgen -W "events bytes" -- "$cur"))
