@@ -199,6 +199,10 @@ fi
 if [ -x tests/e2e/pprof.sh ]; then
 	suite "convert to pprof, read back by pprof (gcc build)" tests/e2e/pprof.sh build
 fi
+if [ -x tests/e2e/mem_sample_cli.sh ]; then
+	# After pprof.sh, which builds pprof into the build directory.
+	suite "allocation sampling from the CLI: report, aggregate and pprof estimates (gcc build)" tests/e2e/mem_sample_cli.sh build
+fi
 if [ -x tests/e2e/report_html.sh ]; then
 	suite "HTML report in headless Chromium (gcc build)" tests/e2e/report_html.sh build
 fi
@@ -272,6 +276,8 @@ if check "asan build" make -j"$JOBS" CC=gcc SAN=address WERROR=1 tests-build; th
 			env ASAN_OPTIONS=detect_leaks=1 SEC_PROGS_BUILD=build tests/e2e/sec_ctl.sh build-asan
 		[ -x tests/e2e/pprof.sh ] && suite "convert to pprof (asan command)" \
 			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/pprof.sh build-asan
+		[ -x tests/e2e/mem_sample_cli.sh ] && suite "allocation sampling from the CLI (asan command)" \
+			env ASAN_OPTIONS=detect_leaks=1 MEM_PROGS_BUILD=build tests/e2e/mem_sample_cli.sh build-asan
 		[ -x tests/e2e/readers.sh ] && suite "readers on odd trace directories (asan build)" \
 			env ASAN_OPTIONS=detect_leaks=1 tests/e2e/readers.sh build-asan
 	fi

@@ -97,12 +97,12 @@ _ringtrace()
 		COMPREPLY=($(compgen -W "requested allocated allocs frees frag leaked xcpu" -- "$cur"))
 		return ;;
 	--to)
-		COMPREPLY=($(compgen -W "chrome sqlite" -- "$cur"))
+		COMPREPLY=($(compgen -W "chrome sqlite pprof" -- "$cur"))
 		return ;;
 	--weight)
 		COMPREPLY=($(compgen -W "events bytes" -- "$cur"))
 		return ;;
-	--buffer-size | --subbuffers | -e | --stack-bits | --snapshot-on | --min-interval | \
+	--buffer-size | --subbuffers | -e | --stack-bits | --snapshot-on | --min-interval | --sample | --sample-seed | \
 		--count | --interval | -d | -n | --top | --max-problems | --blocking-timeout)
 		return ;;
 	esac
@@ -119,7 +119,7 @@ _ringtrace()
 		w=${words[i]}
 		case $w in
 		-o | -p | -d | -n | -e | --*-dir | --bin | --from-bin | --mode | --by | --sort | --to | --weight | \
-			--buffer-size | --subbuffers | --stack-bits | --snapshot-on | --min-interval | --count | \
+			--buffer-size | --subbuffers | --stack-bits | --snapshot-on | --min-interval | --sample | --sample-seed | --count | \
 			--interval | --top | --max-problems | --blocking-timeout)
 			((i++)) ;;
 		-*) ;;

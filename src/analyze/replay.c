@@ -11,6 +11,7 @@
  * valid during the call).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ const char *replay_end_name(unsigned end)
 	case RP_END_REALLOC: return "realloc";
 	case RP_END_MREMAP: return "mremap";
 	case RP_END_REUSED: return "reused";
+	case RP_END_UNTRACKED: return "untracked";
 	default: return mem_free_name(end);
 	}
 }
@@ -45,7 +47,8 @@ static const struct {
 } class_names[] = {
 	{ "mem:alloc", RP_ALLOC },     { "mem:alloc_large", RP_ALLOC },     { "mem:free", RP_FREE },
 	{ "mem:realloc", RP_REALLOC }, { "mem:realloc_large", RP_REALLOC }, { "mem:mmap", RP_MMAP },
-	{ "mem:munmap", RP_MUNMAP },   { "mem:mremap", RP_MREMAP },
+	{ "mem:munmap", RP_MUNMAP },   { "mem:mremap", RP_MREMAP },         { "mem:sampling", RP_SAMPLING },
+	{ "mem:untracked", RP_UNTRACKED },
 };
 
 static int member_index(const struct rd_type *ft, const char *name)
@@ -70,12 +73,17 @@ void replay_class_init(struct replay_class *c, const char *name, const struct rd
 	c->usable = member_index(ft, "usable");
 	c->family = member_index(ft, "family");
 	c->stack_id = member_index(ft, "stack_id");
+	c->mean = member_index(ft, "mean");
 	/* A class of that name without the fields its kind needs is not
 	 * ours: every kind has ptr and site, all but free a size, the two
 	 * that move a block its old_ptr, the two of malloc-like blocks a
 	 * family. */
 	int k = c->kind;
-	if (k != RP_NONE &&
+	if ((k == RP_SAMPLING && c->mean < 0) || (k == RP_UNTRACKED && c->ptr < 0)) {
+		c->kind = RP_NONE;
+		return;
+	}
+	if (k != RP_NONE && k != RP_SAMPLING && k != RP_UNTRACKED &&
 	    (c->ptr < 0 || c->site < 0 || (k != RP_FREE && c->size < 0) ||
 	     ((k == RP_REALLOC || k == RP_MREMAP) && c->old_ptr < 0) ||
 	     ((k == RP_ALLOC || k == RP_REALLOC) && c->family < 0)))
@@ -207,6 +215,40 @@ static void blk_drop(struct replay *rp, struct replay_block *b)
 
 /* ---- the replay ------------------------------------------------------------ */
 
+/* w = 1 / (1 - exp(-size / mean)) as a double (1 without sampling); a
+ * sample of 0 bytes stands for `mean` allocations, as the tracer counts it
+ * (memsample_weight, src/mem/memsample.c). */
+static double weight(uint64_t mean, uint64_t size)
+{
+	if (!mean)
+		return 1;
+	double q = -expm1(-(double)size / (double)mean);
+	return q > 0 ? 1 / q : (double)mean;
+}
+
+uint64_t replay_weight(uint64_t mean, uint64_t size)
+{
+	return (uint64_t)llround(weight(mean, size) * (double)REPLAY_W_ONE);
+}
+
+const char *replay_sample_text(const struct replay *rp, char *buf, size_t len)
+{
+	if (!rp->sample_mean) {
+		snprintf(buf, len, "%s", "");
+		return buf;
+	}
+	uint64_t m = rp->sample_mean;
+	const char *u = "bytes";
+	if (!(m % (1u << 30)))
+		m >>= 30, u = "GiB";
+	else if (!(m % (1u << 20)))
+		m >>= 20, u = "MiB";
+	else if (!(m % (1u << 10)))
+		m >>= 10, u = "KiB";
+	snprintf(buf, len, "estimated from a sample of one allocation per %llu %s on average", (unsigned long long)m, u);
+	return buf;
+}
+
 void replay_loss(struct replay *rp, int has_begin, int64_t begin_ns, int has_end, int64_t end_ns)
 {
 	/* The beginning is not kept: a window is registered when the
@@ -287,6 +329,9 @@ static int end_block(struct replay *rp, const struct replay_event *ev, struct re
 	rp->live_n--;
 	rp->live_req -= b->size;
 	rp->live_usable -= b->usable;
+	rp->w_live_n -= b->wn;
+	rp->w_live_req -= b->wsize;
+	rp->w_live_usable -= b->wusable;
 	if (mem_alloc_class(b->fam) == MEM_C_PAGES)
 		rp->live_pages -= b->size;
 	b->live = 0;
@@ -330,6 +375,14 @@ static int alloc_block(struct replay *rp, const struct replay_event *ev, uint64_
 	b->cpu = ev->cpu;
 	b->fam = (uint8_t)fam;
 	b->live = 1;
+	/* Samples weigh w; every call of the mmap family is in the trace. */
+	double w = mem_alloc_class(fam) == MEM_C_PAGES ? 1 : weight(rp->sample_mean, size);
+	b->wn = (uint64_t)llround(w * (double)REPLAY_W_ONE);
+	b->wsize = w == 1 ? size : (uint64_t)llround(w * (double)size);
+	b->wusable = w == 1 ? b->usable : (uint64_t)llround(w * (double)b->usable);
+	rp->w_live_n += b->wn;
+	rp->w_live_req += b->wsize;
+	rp->w_live_usable += b->wusable;
 	rp->live_n++;
 	rp->live_req += size;
 	rp->live_usable += b->usable;
@@ -343,6 +396,11 @@ static int free_block(struct replay *rp, const struct replay_event *ev, uint64_t
 {
 	int re = call == RP_END_REALLOC;
 	struct replay_block *b = blk_get(rp, ptr);
+	if (!b && rp->sample_mean) {
+		/* Not an error that a sample can show (replay.h). */
+		rp->unmatched++;
+		return 0;
+	}
 	if (!b)
 		return error(rp, ev, re ? RP_E_REALLOC_UNKNOWN : RP_E_UNKNOWN, ptr, call, NULL);
 	if (!b->live)
@@ -380,6 +438,16 @@ int replay_apply(struct replay *rp, const struct replay_event *ev)
 		if (b && b->live && mem_alloc_class(b->fam) == MEM_C_PAGES && b->size == ev->size)
 			return end_block(rp, ev, b, MEM_F_MUNMAP, ev->site);
 		return 0;
+	}
+	case RP_SAMPLING:
+		/* Once per process, before its first sample; a followed
+		 * child's is in its own trace. */
+		rp->sample_mean = ev->size;
+		return 0;
+	case RP_UNTRACKED: {
+		struct replay_block *b = blk_get(rp, ev->ptr);
+		rp->untracked++;
+		return b && b->live ? end_block(rp, ev, b, RP_END_UNTRACKED, 0) : 0;
 	}
 	case RP_MREMAP: {
 		struct replay_block *b = blk_get(rp, ev->old_ptr);
@@ -435,7 +503,7 @@ int replay_item_of(struct replay *rp, const struct rd_item *it, const struct rep
 		.ptr = fval(f, c->ptr),
 		.old_ptr = fval(f, c->old_ptr),
 		.site = fval(f, c->site),
-		.size = fval(f, c->size),
+		.size = fval(f, c->kind == RP_SAMPLING ? c->mean : c->size),
 		.usable = fval(f, c->usable),
 		.family = (unsigned)fval(f, c->family),
 		.stack = c->stack_id >= 0 ? (uint32_t)fval(f, c->stack_id) : REPLAY_NO_STACK,

@@ -58,6 +58,20 @@
  * of a block inherited from the parent, not as an error (the flag
  * `inherited`).
  *
+ * Sampling (docs/mem.md, "Sampling"). A trace with a mem:sampling event
+ * holds a Poisson sample of the allocations, one per `mean` bytes on
+ * average: the replay learns the mean from that event (rp->sample_mean)
+ * and gives each block a weight, w = 1 / (1 - exp(-size / mean)), the
+ * number of allocations it stands for, and its bytes scaled by it
+ * (replay_block wn, wsize, wusable; the w_live_* totals). Failed
+ * allocations and the mmap family are every call: weight 1. A
+ * mem:untracked event ends its block (RP_END_UNTRACKED: not a free, its
+ * end will not be seen). A free or realloc of an address never allocated
+ * is no error in a sampled trace (an allocation not sampled whose free
+ * was, which a racing free can make): it is counted in rp->unmatched.
+ * Without sampling every weight is 1 (wn 1 << REPLAY_W_SHIFT, the bytes
+ * as they are), so a consumer can use the weighted figures always.
+ *
  * One thread; built for traces of millions of events: memory is one entry
  * per address seen (REPLAY_KEEP_FREED, so that a second free finds the
  * first) or per block alive (without it), never per event.
@@ -86,6 +100,8 @@ enum replay_kind {
 	RP_MMAP,                     /* mem:mmap (anonymous) */
 	RP_MUNMAP,                   /* mem:munmap */
 	RP_MREMAP,                   /* mem:mremap */
+	RP_SAMPLING,                 /* mem:sampling: the trace is a sample */
+	RP_UNTRACKED,                /* mem:untracked: a sample's end will not be seen */
 };
 
 /* How a block ended: enum mem_free_family (free, delete, delete[],
@@ -94,6 +110,7 @@ enum {
 	RP_END_REALLOC = MEM_F_MAX,  /* the old block of a realloc */
 	RP_END_MREMAP,               /* the old mapping of an mremap */
 	RP_END_REUSED,               /* its address handed out again, no free seen */
+	RP_END_UNTRACKED,            /* a sample whose end the trace will not have */
 	RP_END_MAX
 };
 
@@ -117,6 +134,7 @@ const char *replay_end_name(unsigned end);
 struct replay_class {
 	int kind;                    /* enum replay_kind */
 	int ptr, old_ptr, site, size, usable, family, stack_id;
+	int mean;                    /* mem:sampling */
 };
 
 /* The meaning of class `name` with payload `fields` (a struct, or NULL).
@@ -127,7 +145,7 @@ void replay_class_init(struct replay_class *c, const char *name, const struct rd
 /* One allocation event, decoded. */
 struct replay_event {
 	int kind;                    /* enum replay_kind, not RP_NONE */
-	uint64_t ptr, old_ptr, site, size, usable;
+	uint64_t ptr, old_ptr, site, size, usable;   /* mem:sampling: size = mean */
 	unsigned family;             /* enum mem_alloc_family or mem_free_family */
 	uint32_t stack;              /* REPLAY_NO_STACK when has_stack is 0 */
 	uint8_t has_stack;           /* the class has a stack_id field */
@@ -135,6 +153,10 @@ struct replay_event {
 	int64_t ns;
 	uint32_t cpu, tid;
 };
+
+/* Weights are fixed-point numbers of REPLAY_W_SHIFT fraction bits. */
+#define REPLAY_W_SHIFT 16
+#define REPLAY_W_ONE (UINT64_C(1) << REPLAY_W_SHIFT)
 
 /* A block: alive, or (REPLAY_KEEP_FREED) ended. */
 struct replay_block {
@@ -153,6 +175,9 @@ struct replay_block {
 	uint64_t end_site;           /* ended: the site of that call */
 	int64_t end_ns;              /* ended: when */
 	uint64_t user;               /* the consumer's, set in its alloc callback */
+	/* Sampling: the allocations it stands for (REPLAY_W_ONE: one), its
+	 * bytes requested and usable scaled by that weight (rounded). */
+	uint64_t wn, wsize, wusable;
 };
 
 /* An error: the call `ev` (at ev->site) named `ptr`. */
@@ -212,6 +237,14 @@ struct replay {
 	 * the bytes of the mappings among them. */
 	uint64_t live_n, live_req, live_usable, live_pages;
 	int oom;                     /* a block was not kept: figures miss it */
+	/* The same, weighted: estimates of a sampled trace (w_live_n in
+	 * REPLAY_W_ONE units), the figures themselves of a full one. */
+	uint64_t w_live_n, w_live_req, w_live_usable;
+	/* Sampling: the mean (0: every call is in the trace), the samples
+	 * untracked (mem:untracked), the frees and reallocs of unknown
+	 * addresses not reported as errors. */
+	uint64_t sample_mean;
+	uint64_t untracked, unmatched;
 	/* Losses registered (replay_loss) and the latest end of their
 	 * windows (INT64_MAX: one without an end). */
 	uint64_t losses;
@@ -261,6 +294,14 @@ int replay_leak_possible(const struct replay *rp, const struct replay_block *b);
 /* The end of the trace: ops->leak for every block alive, in no order.
  * 0, or a callback's negative return. */
 int replay_finish(struct replay *rp);
+
+/* The weight of an allocation of `size` bytes in a trace sampled at one
+ * per `mean` bytes (mean 0: REPLAY_W_ONE), in REPLAY_W_ONE units. */
+uint64_t replay_weight(uint64_t mean, uint64_t size);
+
+/* "estimated from a sample of one allocation per 512 KiB on average" or
+ * "" (not sampled): for the consumers' headers. */
+const char *replay_sample_text(const struct replay *rp, char *buf, size_t len);
 
 /* The block at ptr, alive or (REPLAY_KEEP_FREED) ended; NULL. */
 const struct replay_block *replay_find(const struct replay *rp, uint64_t ptr);

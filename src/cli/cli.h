@@ -60,6 +60,11 @@ int cmd_stackmap_write(FILE *out, struct stack_files *f, int what);
 
 /* "2M", "512K", "1G", "4096" (KiB, MiB... accepted); -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);
+/* --sample BYTES (a mean from 1 to 2^40, as cli_parse_size reads it) and
+ * --sample-seed N (64 bits, decimal or 0x hexadecimal): 0, or -1 after
+ * one line naming the option and the value, "CMD: bad --sample ...". */
+int cli_parse_sample(const char *cmd, const char *v, uint64_t *ret);
+int cli_parse_seed(const char *cmd, const char *v, uint64_t *ret);
 /* A JSON string literal, escaped. */
 void cli_json_string(FILE *f, const char *s);
 /* "2.0 MiB" */

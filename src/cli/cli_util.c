@@ -47,6 +47,35 @@ int cli_parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
+int cli_parse_sample(const char *cmd, const char *v, uint64_t *ret)
+{
+	/* The library's bound (src/mem/memsample.c): a larger mean samples
+	 * nothing a program allocates. */
+	uint64_t n;
+	if (cli_parse_size(v, &n) < 0 || n == 0 || n > (UINT64_C(1) << 40)) {
+		fprintf(stderr, "%s: bad --sample '%s' (mean bytes between samples, 1 to 1024G, such as 512K)\n", cmd,
+			v);
+		return -1;
+	}
+	*ret = n;
+	return 0;
+}
+
+int cli_parse_seed(const char *cmd, const char *v, uint64_t *ret)
+{
+	int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+	const char *d = hex ? v + 2 : v;
+	char *end;
+	errno = 0;
+	unsigned long long n = isxdigit((unsigned char)*d) ? strtoull(d, &end, hex ? 16 : 10) : 0;
+	if (!isxdigit((unsigned char)*d) || errno || *end) {
+		fprintf(stderr, "%s: bad --sample-seed '%s' (a 64-bit number, decimal or 0x hexadecimal)\n", cmd, v);
+		return -1;
+	}
+	*ret = n;
+	return 0;
+}
+
 void cli_json_string(FILE *f, const char *s)
 {
 	fputc('"', f);

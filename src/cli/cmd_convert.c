@@ -626,17 +626,18 @@ static int chrome_event(struct chrome *c, const struct rd_item *it)
 
 	const struct replay_class *mc = replay_item_class(&c->heap, it);
 	if (mc && mc->kind != RP_NONE) {
-		uint64_t req = c->heap.live_req, usable = c->heap.live_usable, pages = c->heap.live_pages;
+		/* Weighted: a sampled trace's heap is an estimate (replay.h). */
+		uint64_t req = c->heap.w_live_req, usable = c->heap.w_live_usable, pages = c->heap.live_pages;
 		(void)replay_item(&c->heap, it);
 		if (c->heap.oom)
 			return -ENOMEM;
 		/* Both heap counters start at the first mem:* event. */
 		int start = !c->heap_started;
 		c->heap_started = 1;
-		if (req != c->heap.live_req || start)
-			counter(c, "heap requested", ns, it->tid, c->heap.live_req);
-		if (usable != c->heap.live_usable || start)
-			counter(c, "heap allocated", ns, it->tid, c->heap.live_usable);
+		if (req != c->heap.w_live_req || start)
+			counter(c, "heap requested", ns, it->tid, c->heap.w_live_req);
+		if (usable != c->heap.w_live_usable || start)
+			counter(c, "heap allocated", ns, it->tid, c->heap.w_live_usable);
 		if (pages != c->heap.live_pages)
 			counter(c, "mapped pages", ns, it->tid, c->heap.live_pages);
 	}
@@ -853,11 +854,12 @@ static int add_inline(struct folded *fo, const struct rd_value *seq, uint64_t w)
 }
 
 /* --weight bytes: an allocation weighs the bytes it requested (as the
- * report counts bytes_requested); frees and failures nothing. */
+ * report counts bytes_requested; a sample of a sampled trace, scaled);
+ * frees and failures nothing. */
 static int folded_alloc(void *arg, const struct replay_event *ev, struct replay_block *b)
 {
 	struct folded *fo = arg;
-	fo->allocated += b->size;
+	fo->allocated += b->wsize;
 	return 0;
 }
 

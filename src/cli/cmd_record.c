@@ -40,8 +40,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ringtrace record [-o DIR] [--buffer-size SIZE] [--subbuffers N]\n"
 		"                        [--mode discard|overwrite] [--blocking-timeout US|--drop]\n"
-		"                        [-e PATTERN]... [--stacks]\n"
-		"                        [--stack-bits N] -- PROGRAM [ARGS...]\n"
+		"                        [-e PATTERN]... [--stacks] [--stack-bits N]\n"
+		"                        [--mem [--aggregate] [--sample BYTES [--sample-seed N]]]\n"
+		"                        -- PROGRAM [ARGS...]\n"
 		"       ringtrace record -p PID|NAME [-o DIR]\n"
 		"       ringtrace record -p PID|NAME --snapshot [--snapshot-on EV] [--min-interval MS] [-o DIR]\n"
 		"\n"
@@ -79,6 +80,11 @@ static void usage(FILE *f)
 		"  --aggregate        with --mem: count per stack (with --stacks) or per call site\n"
 		"                     in shared memory instead of logging every call; 'ringtrace\n"
 		"                     top PID' shows them live, DIR/mem/aggregate.bin keeps them\n"
+		"  --sample BYTES     with --mem: record a Poisson sample of the allocations, one\n"
+		"                     per BYTES allocated on average (K, M, G suffixes; 512K is\n"
+		"                     tcmalloc's); reports scale the samples into estimates\n"
+		"  --sample-seed N    with --sample: the generator's seed (decimal or 0x...), for\n"
+		"                     runs that sample the same allocations (default: random)\n"
 		"  --flight-recorder  trace into the program's own buffers in overwrite mode and\n"
 		"                     write nothing until a snapshot (ringtrace_snapshot() in the\n"
 		"                     program, or ringtrace snapshot PID): DIR/snapshot-N; if the\n"
@@ -246,6 +252,13 @@ static int parse_args(struct sess_opts *r, int *progress, int argc, char **argv)
 				return -1;
 			}
 			r->stack_bits = (uint32_t)n;
+		} else if (!strcmp(a, "--sample")) {
+			if (cli_parse_sample("ringtrace record", v, &r->sample) < 0)
+				return -1;
+		} else if (!strcmp(a, "--sample-seed")) {
+			if (cli_parse_seed("ringtrace record", v, &r->sample_seed) < 0)
+				return -1;
+			r->sample_seed_set = 1;
 		} else if (!strcmp(a, "--snapshot-on")) {
 			char err[256];
 			if (trigger_check(v, err, sizeof(err)) < 0) {

@@ -126,9 +126,11 @@ void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *
 /* The heap's figures are the replay's. */
 static void heap_now(struct report *r)
 {
-	r->live_n = r->rp.live_n;
-	r->live_req = r->rp.live_req;
-	r->live_usable = r->rp.live_usable;
+	/* Weighted: the figures of a full trace, estimates of a sampled
+	 * one (live_n in REPLAY_W_ONE units until report_weigh). */
+	r->live_n = r->rp.w_live_n;
+	r->live_req = r->rp.w_live_req;
+	r->live_usable = r->rp.w_live_usable;
 	if (r->rp.live_pages > r->pages_peak)
 		r->pages_peak = r->rp.live_pages;
 }
@@ -155,19 +157,22 @@ static int on_alloc(void *arg, const struct replay_event *ev, struct replay_bloc
 	struct agg *t[2] = { agg_get(&r->sites, b->site), r->has_stacks ? agg_get(&r->stacks, b->stack) : NULL };
 	b->user = rows_of(r, t[0], t[1]);
 	r->allocs++;
-	r->req += b->size;
-	r->usable += b->usable;
+	r->w_allocs += b->wn;
+	r->req += b->wsize;
+	r->usable += b->wusable;
 	heap_now(r);
 	for (int i = 0; i < 2; i++) {
 		if (!t[i])
 			continue;
 		peak_keep(r, t[i]);
 		t[i]->allocs++;
-		t[i]->req += b->size;
-		t[i]->usable += b->usable;
+		t[i]->w_allocs += b->wn;
+		t[i]->req += b->wsize;
+		t[i]->usable += b->wusable;
 		t[i]->live_n++;
-		t[i]->live_req += b->size;
-		t[i]->live_usable += b->usable;
+		t[i]->w_live_n += b->wn;
+		t[i]->live_req += b->wsize;
+		t[i]->live_usable += b->wusable;
 		t[i]->fams |= 1ull << (b->fam & 63);
 		if (!t[i]->site)
 			t[i]->site = b->site;
@@ -200,11 +205,12 @@ static int on_failed(void *arg, const struct replay_event *ev, uint64_t size, un
 static int on_end(void *arg, const struct replay_event *ev, const struct replay_block *b)
 {
 	struct report *r = arg;
-	int freed = b->end != RP_END_REUSED;
+	int freed = b->end != RP_END_REUSED && b->end != RP_END_UNTRACKED;
 	int xc = freed && b->cpu != ev->cpu, xt = freed && b->tid && ev->tid && b->tid != ev->tid;
 	heap_now(r);
 	if (freed) {
 		r->frees++;
+		r->w_frees += b->wn;
 		r->frees_known++;
 		r->xcpu += xc;
 		r->xthread += xt;
@@ -217,9 +223,11 @@ static int on_end(void *arg, const struct replay_event *ev, const struct replay_
 			continue;
 		peak_keep(r, t[i]);
 		t[i]->frees += freed;
+		t[i]->w_frees += freed ? b->wn : 0;
 		t[i]->live_n--;
-		t[i]->live_req -= b->size;
-		t[i]->live_usable -= b->usable;
+		t[i]->w_live_n -= b->wn;
+		t[i]->live_req -= b->wsize;
+		t[i]->live_usable -= b->wusable;
 		t[i]->xcpu += xc;
 		t[i]->xthread += xt;
 	}
@@ -255,11 +263,13 @@ static int on_leak(void *arg, const struct replay_block *b, int possible)
 	struct agg *t[2];
 	rows_get(r, b->user, t);
 	r->pos_n++;
-	r->pos_req += b->size;
+	r->w_pos_n += b->wn;
+	r->pos_req += b->wsize;
 	for (int i = 0; i < 2; i++) {
 		if (t[i]) {
 			t[i]->pos_n++;
-			t[i]->pos_req += b->size;
+			t[i]->w_pos_n += b->wn;
+			t[i]->pos_req += b->wsize;
 		}
 	}
 	return 0;
@@ -277,6 +287,45 @@ uint64_t report_errors(const struct report *r, uint64_t *ret_possible)
 	if (ret_possible)
 		*ret_possible = p;
 	return n;
+}
+
+/* Weights in REPLAY_W_ONE units, rounded to a count. */
+static uint64_t w_count(uint64_t w)
+{
+	return (w + REPLAY_W_ONE / 2) >> REPLAY_W_SHIFT;
+}
+
+/* The end of the replay: the counts of a sampled trace become the sums
+ * of the weights (the bytes are already scaled); those of a full one are
+ * the counts (every weight one). The live counts were weights all along. */
+static void report_weigh(struct report *r)
+{
+	int est = r->rp.sample_mean != 0;
+	struct aggtab *tabs[2] = { &r->sites, &r->stacks };
+	r->sample_mean = r->rp.sample_mean;
+	r->live_n = w_count(r->live_n);
+	if (est) {
+		r->allocs = w_count(r->w_allocs);
+		r->frees = w_count(r->w_frees);
+		r->pos_n = w_count(r->w_pos_n);
+	}
+	for (int i = 0; i < 2; i++) {
+		for (size_t j = 0; j < tabs[i]->n; j++) {
+			struct agg *a = &tabs[i]->v[j];
+			a->live_n = w_count(a->w_live_n);
+			if (est) {
+				a->allocs = w_count(a->w_allocs);
+				a->frees = w_count(a->w_frees);
+				a->pos_n = w_count(a->w_pos_n);
+			}
+		}
+	}
+}
+
+const char *report_sample_text(const struct report *r, char *buf, size_t len)
+{
+	struct replay mean = { .sample_mean = r->sample_mean };
+	return replay_sample_text(&mean, buf, len);
 }
 
 const char *report_possible_why(const struct report *r)
@@ -479,6 +528,14 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			dir, secs);
 	else
 		fprintf(o, "Allocation report of %s (%.3f s of events)\n\n", dir, secs);
+	char smp[128];
+	if (r->sample_mean && r->aggregate)
+		fprintf(o, "SAMPLED: frees, the heap, leaks and the rows marked 'estimate' are %s; allocations, bytes "
+			   "and the rows marked 'exact' count every call (docs/mem.md, \"Exact and estimated\")\n\n",
+			report_sample_text(r, smp, sizeof(smp)));
+	else if (r->sample_mean)
+		fprintf(o, "SAMPLED: allocations, frees, bytes, heap and leaks are %s (docs/mem.md, \"Exact and estimated\")\n\n",
+			report_sample_text(r, smp, sizeof(smp)));
 	fprintf(o, "Totals\n");
 	fprintf(o, "  allocations          %" PRIu64 " (%" PRIu64 " failed)\n", r->allocs, r->failed);
 	fprintf(o, "  frees                %" PRIu64 "\n", r->frees);
@@ -503,6 +560,8 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			r->mmaps, r->munmaps, r->pages_peak);
 	uint64_t npos, nerr = report_errors(r, &npos);
 	fprintf(o, "  errors               %" PRIu64, nerr);
+	if (r->sample_mean)
+		fprintf(o, " among the samples (frees of unknown pointers and double frees are not seen)");
 	if (r->lost || npos)
 		fprintf(o, ": %" PRIu64 " certain, %" PRIu64 " %s", nerr - npos, npos, report_possible_why(r));
 	fputc('\n', o);
@@ -511,7 +570,13 @@ static void print_text(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			r->inherited);
 	if (r->lost)
 		fprintf(o, "  LOST EVENTS          %" PRIu64 " (the figures miss them)\n", r->lost);
-	if (r->agg_untracked)
+	if (r->sample_mean && r->rp.unmatched)
+		fprintf(o, "  unmatched frees      %" PRIu64 " (of addresses no sample allocated: not errors in a sampled trace)\n",
+			r->rp.unmatched);
+	if (r->sample_mean && (r->rp.untracked || r->agg_untracked))
+		fprintf(o, "  untracked samples    %" PRIu64 " (no room in the set of sampled blocks: counted allocated, not alive)\n",
+			r->rp.untracked + r->agg_untracked);
+	else if (r->agg_untracked)
 		fprintf(o, "  UNTRACKED BLOCKS     %" PRIu64 " (no room in the table of live blocks: their frees count as unknown)\n",
 			r->agg_untracked);
 	if (r->agg_keys_full)
@@ -644,6 +709,11 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 	fprintf(o, "\"aggregate\": %s, ", r->aggregate ? "true" : "false");
 	json_num(o, "untracked_blocks", r->agg_untracked, 1);
 	json_num(o, "inherited_frees", r->inherited, 1);
+	/* Sampled: the counts and bytes are estimates (docs/mem.md). */
+	fprintf(o, "\"sampled\": %s, ", r->sample_mean ? "true" : "false");
+	json_num(o, "sample_mean", r->sample_mean, 1);
+	json_num(o, "untracked_samples", r->rp.untracked, 1);
+	json_num(o, "unmatched_frees", r->rp.unmatched, 1);
 	json_num(o, "errors_possible", npos, 1);
 	json_num(o, "errors", nerr, 0);
 	fprintf(o, "},\n \"rows\": [");
@@ -657,6 +727,8 @@ static void print_json(FILE *o, struct report *r, struct aggtab *rows, struct sy
 			json_num(o, "stack_id", a->key, 1);
 		else if (r->by == 0)
 			fprintf(o, "\"site\": \"0x%" PRIx64 "\", ", a->key);
+		if (r->sample_mean)
+			fprintf(o, "\"estimate\": %s, ", a->exact ? "false" : "true");
 		json_num(o, "allocations", a->allocs, 1);
 		json_num(o, "failed", a->failed, 1);
 		json_num(o, "frees", a->frees, 1);
@@ -739,6 +811,64 @@ static void add_agg(struct agg *a, const struct memagg_slot *s, uint64_t site)
 		a->site = site;
 }
 
+/* Weights of MEMAGG_EST_UNIT per allocation, rounded to a count. */
+static uint64_t est_count(uint64_t w)
+{
+	return (w + MEMAGG_EST_UNIT / 2) / MEMAGG_EST_UNIT;
+}
+
+/*
+ * One slot of a sampled block (mem_agg.h, "Sampling"). Exact rows (a call
+ * site's every call) become rows of their own, marked exact, with the
+ * allocation side only (frees of blocks not sampled are not seen); they
+ * make the totals' allocations and bytes, which are then exact. Estimate
+ * rows (key | MEMAGG_KEY_EST) become rows keyed by their site with that
+ * bit kept (and by stack when the block is by stack), their weights
+ * rounded to counts; they make the totals' frees and live figures.
+ */
+static void merge_sampled(struct report *r, const struct memagg_slot *s, const struct stack_files *sf,
+			  struct sym_ctx *ctx)
+{
+	uint64_t key = s->key & ~MEMAGG_KEY_EST, site = key;
+	uint32_t stack = STACK_NONE;
+	if (key & MEMAGG_KEY_STACK) {
+		stack = (uint32_t)key;
+		site = stack_site(sf, ctx, stack);
+	} else if (key == MEMAGG_KEY_OTHER) {
+		site = 0;
+	}
+	if (!(s->key & MEMAGG_KEY_EST)) {
+		struct agg *a = agg_get(&r->sites, site);
+		if (!a)
+			return;
+		a->exact = 1;
+		a->allocs += s->allocs;
+		a->failed += s->failed;
+		a->req += s->req;
+		a->usable += s->usable;
+		a->fams |= s->fams;
+		a->site = site;
+		r->allocs += s->allocs;
+		r->failed += s->failed;
+		r->req += s->req;
+		r->usable += s->usable;
+		return;
+	}
+	struct memagg_slot e = *s;
+	e.allocs = est_count(s->est_allocs);
+	/* add_agg takes the blocks alive as allocs - frees. */
+	e.frees = e.allocs - est_count(s->est_allocs > s->est_frees ? s->est_allocs - s->est_frees : 0);
+	add_agg(agg_get(&r->sites, site | MEMAGG_KEY_EST), &e, site);
+	if (r->has_stacks && stack != STACK_NONE)
+		add_agg(agg_get(&r->stacks, stack), &e, site);
+	r->frees += e.frees;
+	r->frees_known += e.frees;
+	r->live_n += e.allocs - e.frees;
+	r->live_req += s->live_req;
+	r->live_usable += s->live_usable;
+	r->xcpu += s->xcpu;
+}
+
 /*
  * The counters of an aggregate-mode recording (src/mem/mem_agg.h), added
  * as the events would have been: per key (a stack, or a call site), the
@@ -754,10 +884,15 @@ static void merge_block(struct report *r, void *m, size_t size, const struct sta
 	const struct memagg_slot *slot = memagg_check(m, size, &n);
 	const struct memagg_header *h = m;
 	r->aggregate = 1;
+	r->sample_mean = h->sample_mean;
 	for (uint32_t i = 0; slot && i < n; i++) {
 		const struct memagg_slot *s = &slot[i];
 		if (!s->key || (!s->allocs && !s->failed))
 			continue;
+		if (h->sample_mean) {
+			merge_sampled(r, s, sf, ctx);
+			continue;
+		}
 		uint32_t stack = STACK_NONE;
 		uint64_t site = s->key;
 		if (s->key & MEMAGG_KEY_STACK) {
@@ -822,12 +957,24 @@ static int merge_aggregate(struct report *r, const char *dir, const struct stack
  * after sorting: lookups are done. */
 static void name_rows(struct report *r, struct aggtab *t, int by, struct sym_ctx *ctx)
 {
+	/* A sampled aggregate's estimate rows by site have MEMAGG_KEY_EST in
+	 * their key: named by their site. */
 	for (size_t i = 0; i < t->n; i++)
 		t->v[i].name = t->v[i].key == STACK_NONE && by == 1 ? strdup("(no stack)") :
-			       report_site_name(ctx, by == 1 ? t->v[i].site : t->v[i].key, by == 2);
+			       report_site_name(ctx, by == 1 || (t->v[i].key & MEMAGG_KEY_EST) ? t->v[i].site : t->v[i].key,
+						by == 2);
 	for (size_t i = 0; i < t->n; i++)
 		if (!t->v[i].name)
 			t->v[i].name = strdup("?");
+	/* A sampled aggregate has both kinds of rows: each says which (and
+	 * --by function merges each kind apart). */
+	for (size_t i = 0; r->aggregate && r->sample_mean && i < t->n; i++) {
+		char *n = NULL;
+		if (t->v[i].name && asprintf(&n, "%s (%s)", t->v[i].name, t->v[i].exact ? "exact" : "estimate") > 0) {
+			free(t->v[i].name);
+			t->v[i].name = n;
+		}
+	}
 	if (by == 2)
 		merge_by_name(t);
 	g_sort = r->sort;
@@ -905,6 +1052,7 @@ static int run_report(struct report *r, const char *dir, FILE *o)
 	/* The losses no packet shows (the env's). */
 	r->lost += r->rp.env_lost;
 	(void)replay_finish(&r->rp);
+	report_weigh(r);
 	if (r->rp.oom) {
 		fprintf(stderr, PFX "%s: out of memory: the figures miss some blocks\n", dir);
 		status = 1;
@@ -1103,7 +1251,8 @@ int cmd_report(int argc, char **argv)
 int cmd_mem(int argc, char **argv)
 {
 	const char *outdir = NULL;
-	int stacks = 1, i = 1, progress = PROGRESS_AUTO;
+	int stacks = 1, i = 1, progress = PROGRESS_AUTO, seed_set = 0;
+	uint64_t sample = 0, seed = 0;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -1111,8 +1260,8 @@ int cmd_mem(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--allow-shared-dir] [--progress|--quiet]\n"
-			       "                     -- PROGRAM [ARGS...]\n\n"
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--sample BYTES [--sample-seed N]]\n"
+			       "                     [--allow-shared-dir] [--progress|--quiet] -- PROGRAM [ARGS...]\n\n"
 			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
 			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
 			       "  ringtrace-mem-PROGRAM-DATE-TIME) for report --by stack|function, check, dump.\n"
@@ -1120,7 +1269,10 @@ int cmd_mem(int argc, char **argv)
 			       "                      others may write into (see docs/security.md)\n"
 			       "  --progress          the status line while recording even when stderr is not a\n"
 			       "                      terminal (one line a second there)\n"
-			       "  --quiet, -q         no status line (by default: one on a terminal)\n");
+			       "  --quiet, -q         no status line (by default: one on a terminal)\n"
+			       "  --sample BYTES      record a Poisson sample of the allocations, one per BYTES\n"
+			       "                      allocated on average (K, M, G); the report estimates\n"
+			       "  --sample-seed N     the sampling's seed (decimal or 0x...; default: random)\n");
 			return 0;
 		}
 		if (!strcmp(a, "--no-stacks")) {
@@ -1133,6 +1285,12 @@ int cmd_mem(int argc, char **argv)
 			out_flags = OUTDIR_ALLOW_SHARED;
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			outdir = argv[++i];
+		} else if ((!strcmp(a, "--sample") || !strcmp(a, "--sample-seed")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			if (a[8] ? cli_parse_seed("ringtrace mem", v, &seed) < 0 :
+				   cli_parse_sample("ringtrace mem", v, &sample) < 0)
+				return 2;
+			seed_set |= a[8] != 0;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "ringtrace mem: unknown option '%s' (try --help)\n", a);
 			return 2;
@@ -1164,6 +1322,9 @@ int cmd_mem(int argc, char **argv)
 	o.outdir = outdir;
 	o.outdir_flags = out_flags & OUTDIR_ALLOW_SHARED;
 	o.argv = argv + i;
+	o.sample = sample;
+	o.sample_seed = seed;
+	o.sample_seed_set = seed_set;
 	if (sess_opts_finish(&o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ringtrace mem: %s\n", err);
 		return 2;
@@ -1220,6 +1381,10 @@ static void top_print(FILE *o, int pid, const struct memagg_header *h, long top,
 		(double)r.peak_ns / 1e9);
 	fprintf(o, "  %" PRIu64 " allocations (%" PRIu64 " failed), %" PRIu64 " frees, %" PRIu64 " blocks alive\n",
 		r.allocs, r.failed, r.frees, r.live_n);
+	char smp[128];
+	if (r.sample_mean)
+		fprintf(o, "  sampled: allocations exact (per call site), frees, heap and rows marked 'estimate' %s\n",
+			report_sample_text(&r, smp, sizeof(smp)));
 	fprintf(o, "%12s %9s %12s %10s %10s  %s\n", "LIVE", "BLOCKS", "PEAK", "ALLOCS", "FREES",
 		r.has_stacks ? "STACK (allocator's caller)" : "SITE");
 	size_t n = top > 0 && (size_t)top < rows->n ? (size_t)top : rows->n;

@@ -57,6 +57,9 @@ struct stk {
 	uint64_t *ips;               /* return addresses, leaf first; NULL when n == 0 */
 	uint32_t n;
 	int64_t alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+	/* The objects as weights (REPLAY_W_ONE units): a sampled trace's
+	 * estimates, rounded once per stack. */
+	uint64_t w_alloc, w_inuse;
 };
 
 struct conv {
@@ -200,8 +203,11 @@ static int heap_alloc(void *arg, const struct replay_event *ev, struct replay_bl
 {
 	struct conv *c = arg;
 	struct stk *st = &c->st[c->cur_stack];
+	/* Weighted: a sampled trace's values scaled as Go's runtime scales
+	 * its heap profile's (replay.h, "Sampling"); one each otherwise. */
 	st->alloc_objects++;
-	st->alloc_bytes += (int64_t)(b->size > INT64_MAX ? INT64_MAX : b->size);
+	st->w_alloc += b->wn;
+	st->alloc_bytes += (int64_t)(b->wsize > INT64_MAX ? INT64_MAX : b->wsize);
 	b->user = (uint64_t)c->cur_stack;
 	c->allocs++;
 	return 0;
@@ -230,7 +236,8 @@ static int on_event(struct conv *c, const struct rd_item *it)
 		c->events++;
 		c->with_stack++;
 		/* A free's stack does not matter: a block stays its allocator's. */
-		if (mc->kind != RP_FREE && mc->kind != RP_MUNMAP) {
+		if (mc->kind != RP_FREE && mc->kind != RP_MUNMAP && mc->kind != RP_SAMPLING &&
+		    mc->kind != RP_UNTRACKED) {
 			long k = event_stack(c, p, it->fields, 1);
 			if (k < 0)
 				return k == -1 ? -EINVAL : (int)k;
@@ -295,8 +302,8 @@ static int add_heap(struct conv *c, struct pprof *pp, struct sym_ctx *ctx)
 		if (!b->live)
 			continue;
 		struct stk *s = &c->st[b->user];
-		s->inuse_objects++;
-		s->inuse_bytes += (int64_t)(b->size > INT64_MAX ? INT64_MAX : b->size);
+		s->w_inuse += b->wn;
+		s->inuse_bytes += (int64_t)(b->wsize > INT64_MAX ? INT64_MAX : b->wsize);
 	}
 	/* Each stack's addresses, all in one array. */
 	size_t n = 0;
@@ -311,14 +318,15 @@ static int add_heap(struct conv *c, struct pprof *pp, struct sym_ctx *ctx)
 			continue;
 		hs[k].addrs = &ips[k * STACKMAP_MAX_DEPTH];
 		hs[k].n = profile_stack(ctx, s, &ips[k * STACKMAP_MAX_DEPTH]);
-		hs[k].alloc_objects = s->alloc_objects;
+		hs[k].alloc_objects = (int64_t)((s->w_alloc + REPLAY_W_ONE / 2) >> REPLAY_W_SHIFT);
 		hs[k].alloc_bytes = s->alloc_bytes;
-		hs[k].inuse_objects = s->inuse_objects;
+		hs[k].inuse_objects = (int64_t)((s->w_inuse + REPLAY_W_ONE / 2) >> REPLAY_W_SHIFT);
 		hs[k].inuse_bytes = s->inuse_bytes;
 		k++;
 	}
 	if (!r)
-		r = pprof_heap_profile(pp, hs, n, 1);
+		/* Go's period of a heap profile: its sampling rate in bytes. */
+		r = pprof_heap_profile(pp, hs, n, c->rp.sample_mean ? (int64_t)c->rp.sample_mean : 1);
 	free(hs);
 	free(ips);
 	return r;
@@ -360,8 +368,14 @@ static int build(struct conv *c, struct pprof *pp, const char *dir, const char *
 	if (!r)
 		r = comment(pp, "ringtrace " RINGTRACE_VERSION " %s profile of %s", c->heap ? "allocation" : "events",
 			    dir);
-	if (!r && c->heap)
+	if (!r && c->heap && !c->rp.sample_mean)
 		r = comment(pp, "every allocation counted (not sampled); inuse = still live at the end of the trace");
+	if (!r && c->heap && c->rp.sample_mean)
+		r = comment(pp,
+			    "sampled: one allocation per %" PRIu64 " bytes on average (Poisson over bytes, the period); "
+			    "values are estimates, each sample of s bytes scaled by 1/(1-exp(-s/%" PRIu64
+			    ")) as Go's runtime does; inuse = samples still live at the end of the trace",
+			    c->rp.sample_mean, c->rp.sample_mean);
 	if (!r && c->events > c->with_stack)
 		r = comment(pp, "%" PRIu64 " of %" PRIu64 " events had no stack and are not in the profile",
 			    c->events - c->with_stack, c->events);

@@ -490,7 +490,7 @@ static const char schema[] =
 	" line INTEGER, object TEXT);\n"
 	"CREATE TABLE allocations(id INTEGER PRIMARY KEY, ptr INTEGER, size INTEGER, usable INTEGER,"
 	" family TEXT, site INTEGER, stack_id INTEGER, tid INTEGER, cpu INTEGER, ts_alloc INTEGER,"
-	" ts_free INTEGER, free_site INTEGER, free_family TEXT, free_tid INTEGER, free_cpu INTEGER);\n"
+	" ts_free INTEGER, free_site INTEGER, free_family TEXT, free_tid INTEGER, free_cpu INTEGER, weight REAL);\n"
 	"CREATE TABLE failed_allocations(ts INTEGER, size INTEGER, family TEXT, site INTEGER, stack_id INTEGER,"
 	" tid INTEGER, cpu INTEGER);\n"
 	"CREATE TABLE errors(kind TEXT, ts INTEGER, ptr INTEGER, tid INTEGER, cpu INTEGER, site INTEGER,"
@@ -617,6 +617,8 @@ static int put_alloc_row(struct conv *c, const struct replay_block *b, const str
 			sqlite3_bind_int64(st, 15, ev->cpu);
 		}
 	}
+	/* The allocations the row stands for: 1, or a sample's weight. */
+	sqlite3_bind_double(st, 16, (double)b->wn / (double)REPLAY_W_ONE);
 	return step(c, st);
 }
 
@@ -653,7 +655,7 @@ static int on_failed(void *arg, const struct replay_event *ev, uint64_t size, un
 static int on_end(void *arg, const struct replay_event *ev, const struct replay_block *b)
 {
 	struct conv *c = arg;
-	int freed = b->end != RP_END_REUSED;
+	int freed = b->end != RP_END_REUSED && b->end != RP_END_UNTRACKED;
 	if (freed)
 		site_seen(c, b->end_site);
 	return put_alloc_row(c, b, ev, freed);
@@ -1126,7 +1128,7 @@ int convert_sqlite(const char *dir, const char *out, unsigned out_flags)
 			snprintf(c.dberr, sizeof(c.dberr), "out of memory");
 		goto done;
 	}
-	if (!(c.ins_alloc = prepare(&c, "INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")) ||
+	if (!(c.ins_alloc = prepare(&c, "INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")) ||
 	    !(c.ins_failed = prepare(&c, "INSERT INTO failed_allocations VALUES(?,?,?,?,?,?,?)")) ||
 	    !(c.ins_err = prepare(&c, "INSERT INTO errors VALUES(?,?,?,?,?,?,?,?,?,?,?,?)")) ||
 	    !(c.ins_lost = prepare(&c, "INSERT INTO lost VALUES(?,?,?,?,?)")))

@@ -46,6 +46,14 @@ struct agg {
 	 * peak (report_peak_gen). See report_live_at_peak(). */
 	uint64_t snap_req, snap_usable;
 	uint64_t snap_gen;
+	/* A sampled trace (replay.h, "Sampling"): the counts above are
+	 * estimates, summed here as weights in REPLAY_W_ONE units and
+	 * rounded once at the end (report_weigh); the bytes are scaled as
+	 * they are added. */
+	uint64_t w_allocs, w_frees, w_live_n, w_pos_n;
+	/* Aggregate mode with sampling: the row holds the exact counts of
+	 * its call site (exact rows), not estimates. */
+	int exact;
 };
 
 struct aggtab {
@@ -123,6 +131,10 @@ struct report {
 	 * allocated: its parent's, from before the fork. Not errors. */
 	uint64_t inherited;
 	uint64_t pos_n, pos_req;     /* possible leaks (struct agg) */
+	uint64_t w_allocs, w_frees, w_pos_n;   /* sampled: as in struct agg */
+	/* Sampling: the mean (bytes between samples; 0: every call is in the
+	 * trace) of the events' trace or of the aggregate block. */
+	uint64_t sample_mean;
 
 	uint64_t allocs, frees, failed, reallocs;
 	uint64_t req, usable;
@@ -162,6 +174,8 @@ const struct stackmap_stack *report_find_stack(const struct stack_files *sf, uin
 uint64_t report_errors(const struct report *r, uint64_t *ret_possible);
 /* Why an error or leak is possible: "possible (events lost)"... */
 const char *report_possible_why(const struct report *r);
+/* "estimated from a sample of ..." (replay_sample_text) or "". */
+const char *report_sample_text(const struct report *r, char *buf, size_t len);
 /* A row's live bytes at the heap's peak (events only). */
 void report_live_at_peak(const struct report *r, const struct agg *a, uint64_t *ret_req, uint64_t *ret_usable);
 

@@ -949,6 +949,14 @@ int report_html_write(FILE *o, struct report *r, struct aggtab *sites, struct ag
 		fprintf(o, "<p class=\"sub\">No allocation events (record with <code>ringtrace record --mem</code> "
 			   "for the heap): the events by type.</p>\n");
 
+	if (mem && r->sample_mean) {
+		char smp[128];
+		fprintf(o, "<p class=\"warn\" id=\"sampled\">Sampled: %s are ", r->aggregate ?
+			"frees, the heap, leaks and the rows marked (estimate)" : "allocations, frees, bytes, the heap and leaks");
+		esc(o, report_sample_text(r, smp, sizeof(smp)));
+		fprintf(o, "%s.</p>\n", r->aggregate ? "; allocations, bytes and the rows marked (exact) count every call" :
+			"; frees of unknown pointers and double frees are not seen");
+	}
 	if (mem) {
 		totals(o, r);
 		fprintf(o, "<section id=\"heap\"><h2>Heap over time</h2>\n");

@@ -70,6 +70,8 @@ int sess_opts_finish(struct sess_opts *o, char *err, size_t errlen)
 	if (o->attach) {
 		if (o->argv && o->argv[0])
 			FAIL("-p attaches to a running program: no PROGRAM may follow");
+		if (o->sample || o->sample_seed_set)
+			FAIL("--sample cannot apply with -p: sampling is chosen when the program starts (run it under 'ringtrace record --mem --sample BYTES')");
 		if (o->patterns_len || o->mode != RINGTRACE__MODE_DISCARD || o->stacks || o->stack_bits || o->flight ||
 		    o->memtrace || o->aggregate || o->buf_size != (uint64_t)RB_DEFAULT_SB * RB_DEFAULT_NSB ||
 		    o->nsb != RB_DEFAULT_NSB || o->block_us >= 0)
@@ -89,6 +91,10 @@ int sess_opts_finish(struct sess_opts *o, char *err, size_t errlen)
 		FAIL("no program to run (usage: ringtrace record [OPTIONS] -- PROGRAM [ARGS...])");
 	if (o->aggregate)
 		o->memtrace = 1;
+	if ((o->sample || o->sample_seed_set) && !o->memtrace)
+		FAIL("--sample and --sample-seed sample allocations: they go with --mem");
+	if (o->sample_seed_set && !o->sample)
+		FAIL("--sample-seed goes with --sample BYTES");
 	/* An allocation-heavy program makes events faster than most: four
 	 * times the room unless told (an event lost is a free missed). */
 	if (o->memtrace && !o->aggregate && !o->buf_size_set)

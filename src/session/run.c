@@ -78,6 +78,14 @@ int sess_start_child(struct sess *r)
 			snprintf(pre, sizeof(pre), "%s%s%s", r->o->memlib, old && *old ? ":" : "", old ? old : "");
 			setenv("LD_PRELOAD", pre, 1);
 			setenv("RINGTRACE_MEM", "1", 1);
+			if (r->o->sample) { /* docs/mem.md, "Sampling" */
+				char v[32];
+				snprintf(v, sizeof(v), "%llu", (unsigned long long)r->o->sample);
+				setenv("RINGTRACE_MEM_SAMPLE", v, 1);
+				snprintf(v, sizeof(v), "%llu", (unsigned long long)r->o->sample_seed);
+				if (r->o->sample_seed_set)
+					setenv("RINGTRACE_MEM_SAMPLE_SEED", v, 1);
+			}
 		}
 		if (r->follow)
 			sess_follow_env(r);

@@ -96,6 +96,11 @@ struct sess_opts {
 	 * in a full buffer; -1: the default, SESS_BLOCK_MEM_US with --mem
 	 * (an allocation trace loses nothing), else 0 (tracepoints drop). */
 	int64_t block_us;
+	/* --sample BYTES: with memtrace, a Poisson sample of one allocation
+	 * per BYTES on average (0: every call); --sample-seed (sample_seed_set). */
+	uint64_t sample;
+	uint64_t sample_seed;
+	int sample_seed_set;
 
 	/* The caller's side. */
 	volatile sig_atomic_t *stop;      /* set (by a signal handler): stop, detach */

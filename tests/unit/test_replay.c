@@ -4,8 +4,8 @@
  * event's time, CPU, thread and stack; the errors (unknown free, double
  * free, mismatched family, realloc of a freed or unknown block); realloc
  * in all its forms; pages; the live totals; growth to many live blocks
- * and the reuse of slots when ended blocks are not kept; the classes'
- * meaning from their names and fields.
+ * and the reuse of slots when ended blocks are not kept; a sampled
+ * trace's weights; the classes' meaning from their names and fields.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -480,6 +480,55 @@ static void test_forked(void **state)
 	expect_live(1, 16, 16, 0);
 }
 
+/* A sampled trace: the mean from RP_SAMPLING (size), each sample's weight
+ * 1 / (1 - exp(-size / mean)) on its block and in the weighted totals,
+ * pages and failures of weight one, mem:untracked ending its block (not a
+ * free), and a free of an address never allocated counted, not an error. */
+static void test_sampled(void **state)
+{
+	now = 1;
+	/* Without sampling every weight is one. */
+	ALLOC(0x100, 1000, MEM_A_MALLOC, 1);
+	const struct replay_block *b = replay_find(&rp, 0x100);
+	assert_int_equal(b->wn, REPLAY_W_ONE);
+	assert_int_equal(b->wsize, 1000);
+	assert_int_equal(rp.w_live_req, 1000);
+	FREE(0x100, MEM_F_FREE, 1);
+	expect_log("alloc 0x100 1000/1000 malloc site=1 @1/1/7/3;end 0x100 free site=1 (alloc malloc site=1 tid 7) @2/1/7/3;");
+	assert_int_equal(ev(RP_SAMPLING, 0, 0, 262144, 0, 0, 0), 0);
+	assert_int_equal(rp.sample_mean, 262144);
+	/* 2048 bytes at 256 KiB: w = 1 / (1 - exp(-1/128)) = 128.50065. */
+	ALLOC(0x200, 2048, MEM_A_MALLOC, 1);
+	b = replay_find(&rp, 0x200);
+	assert_int_equal(b->wn, replay_weight(262144, 2048));
+	assert_true(b->wn > (uint64_t)(128.500 * REPLAY_W_ONE) && b->wn < (uint64_t)(128.501 * REPLAY_W_ONE));
+	assert_int_equal(b->wsize, 263169); /* round(2048 w) */
+	/* Blocks far above the mean weigh one. */
+	ALLOC(0x300, 1u << 30, MEM_A_MALLOC, 1);
+	assert_int_equal(replay_find(&rp, 0x300)->wn, REPLAY_W_ONE);
+	/* A mapping: every call is in the trace. */
+	ev(RP_MMAP, 0, 0x400000, 4096, 4096, MEM_A_MMAP, 1);
+	assert_int_equal(replay_find(&rp, 0x400000)->wn, REPLAY_W_ONE);
+	assert_int_equal(rp.w_live_req, 263169 + (1u << 30) + 4096);
+	assert_int_equal(rp.live_req, 2048 + (1u << 30) + 4096);
+	/* The sample at 0x300 will have no end: out of the heap, not freed. */
+	expect_log("alloc 0x200 2048/2048 malloc site=1 @4/1/7/3;alloc 0x300 1073741824/1073741824 malloc site=1 @5/1/7/3;"
+		   "alloc 0x400000 4096/4096 mmap site=1 @6/1/7/3;");
+	assert_int_equal(ev(RP_UNTRACKED, 0, 0x300, 0, 0, 0, 0), 0);
+	expect_log("end 0x300 untracked site=0 (alloc malloc site=1 tid 7) @7/1/7/3;");
+	assert_int_equal(rp.untracked, 1);
+	assert_int_equal(rp.w_live_req, 263169 + 4096);
+	/* A free of a block not sampled: not an error. */
+	FREE(0x999, MEM_F_FREE, 1);
+	REALLOC(0x998, 0, 0, 1);
+	expect_log("");
+	assert_int_equal(rp.unmatched, 2);
+	FREE(0x200, MEM_F_FREE, 1);
+	assert_int_equal(rp.w_live_n, REPLAY_W_ONE);
+	assert_int_equal(rp.w_live_req, 4096);
+	assert_int_equal(replay_weight(0, 5), REPLAY_W_ONE);
+}
+
 static void test_classes(void **state)
 {
 	static const struct rd_member realloc_m[] = {
@@ -520,6 +569,17 @@ static void test_classes(void **state)
 	assert_string_equal(replay_end_name(RP_END_REALLOC), "realloc");
 	assert_string_equal(replay_end_name(RP_END_MREMAP), "mremap");
 	assert_string_equal(replay_end_name(RP_END_MAX), "?");
+	/* mem:sampling needs its mean, mem:untracked its pointer. */
+	static const struct rd_member sampling_m[] = { { "mean", &u64t }, { "seed", &u64t } };
+	struct rd_type sm = { .kind = RD_STRUCT, .members = sampling_m, .n_members = 2 };
+	replay_class_init(&c, "mem:sampling", &sm);
+	assert_int_equal(c.kind, RP_SAMPLING);
+	assert_int_equal(c.mean, 0);
+	replay_class_init(&c, "mem:untracked", &sm);
+	assert_int_equal(c.kind, RP_NONE);
+	st.n_members = 2;
+	replay_class_init(&c, "mem:untracked", &st);
+	assert_int_equal(c.kind, RP_UNTRACKED);
 }
 
 int main(void)
@@ -535,6 +595,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_live, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_losses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sampled, setup, teardown),
 		cmocka_unit_test(test_classes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
