@@ -1251,7 +1251,7 @@ int cmd_report(int argc, char **argv)
 int cmd_mem(int argc, char **argv)
 {
 	const char *outdir = NULL;
-	int stacks = 1, i = 1, progress = PROGRESS_AUTO, seed_set = 0;
+	int stacks = 1, i = 1, progress = PROGRESS_AUTO, seed_set = 0, drop = 0;
 	uint64_t sample = 0, seed = 0;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -1260,7 +1260,7 @@ int cmd_mem(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--sample BYTES [--sample-seed N]]\n"
+			printf("usage: ringtrace mem [-o DIR] [--no-stacks] [--sample BYTES [--sample-seed N]] [--drop]\n"
 			       "                     [--allow-shared-dir] [--progress|--quiet] -- PROGRAM [ARGS...]\n\n"
 			       "  Run PROGRAM with every allocation traced (ringtrace record --mem --stacks),\n"
 			       "  then print 'ringtrace report DIR'. The trace stays in DIR (default:\n"
@@ -1272,11 +1272,16 @@ int cmd_mem(int argc, char **argv)
 			       "  --quiet, -q         no status line (by default: one on a terminal)\n"
 			       "  --sample BYTES      record a Poisson sample of the allocations, one per BYTES\n"
 			       "                      allocated on average (K, M, G); the report estimates\n"
-			       "  --sample-seed N     the sampling's seed (decimal or 0x...; default: random)\n");
+			       "  --sample-seed N     the sampling's seed (decimal or 0x...; default: random)\n"
+			       "  --drop              a full buffer drops the event instead of waiting for room\n"
+			       "                      (speed first; what is lost is counted and the report marks\n"
+			       "                      what it may have caused)\n");
 			return 0;
 		}
 		if (!strcmp(a, "--no-stacks")) {
 			stacks = 0;
+		} else if (!strcmp(a, "--drop")) {
+			drop = 1;
 		} else if (!strcmp(a, "--progress")) {
 			progress = PROGRESS_ON;
 		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -1325,6 +1330,8 @@ int cmd_mem(int argc, char **argv)
 	o.sample = sample;
 	o.sample_seed = seed;
 	o.sample_seed_set = seed_set;
+	if (drop)
+		o.block_us = 0;
 	if (sess_opts_finish(&o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ringtrace mem: %s\n", err);
 		return 2;

@@ -189,5 +189,15 @@ if have "$RT"; then
 fi
 finish "--blocking-timeout: refused with overwrite mode or a bad value; plain record drops unless asked"
 
+# ringtrace mem waits by default and drops with --drop, as record --mem.
+begin
+if have "$PB/tests/e2e/memprog"; then
+	timeout 60 "$RT" mem -q -o m.t -- "$PB/tests/e2e/memprog" pattern >m.out 2>&1 || { why "mem failed"; show m.out; }
+	eq "mem: blocking timeout" "$(env_ m.t ringtrace_blocking_timeout_us)" 1000000
+	timeout 60 "$RT" mem -q --drop -o md.t -- "$PB/tests/e2e/memprog" pattern >md.out 2>&1 || { why "mem --drop failed"; show md.out; }
+	eq "mem --drop: blocking timeout" "$(env_ md.t ringtrace_blocking_timeout_us)" 0
+fi
+finish "ringtrace mem: waits for room by default, --drop drops"
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
