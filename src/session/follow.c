@@ -105,6 +105,7 @@ struct follow_sess {
 struct follow {
 	const struct sess *top;       /* the program's recording: options, DIR */
 	int fd;                      /* our listening socket */
+	int wake[2];                 /* a byte written at stop wakes the thread's poll (-1: none) */
 	char name[64];               /* its abstract name, without the NUL */
 	pthread_t th;
 	pthread_mutex_t lock;        /* the fields below */
@@ -510,9 +511,11 @@ static void *follow_main(void *arg)
 		int stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
 		if (stop && after_stop++ >= 256)
 			break;
-		struct pollfd pfd = { .fd = f->fd, .events = POLLIN };
-		int k = poll(&pfd, 1, stop ? 0 : 50);
-		if (k > 0)
+		/* The wake pipe ends the wait at once when told to stop: the
+		 * recorder's end does not wait for the timeout. */
+		struct pollfd pfd[2] = { { .fd = f->fd, .events = POLLIN }, { .fd = f->wake[0], .events = POLLIN } };
+		int k = poll(pfd, stop ? 1 : 2, stop ? 0 : 50);
+		if (k > 0 && (pfd[0].revents & POLLIN))
 			follow_accept(f);
 		else if (stop)
 			break;
@@ -529,6 +532,9 @@ int sess_follow_begin(struct sess *r)
 	if (!f)
 		return -ENOMEM;
 	f->top = r;
+	f->fd = -1;
+	if (pipe2(f->wake, O_CLOEXEC | O_NONBLOCK) < 0)
+		f->wake[0] = f->wake[1] = -1;
 	pthread_mutex_init(&f->lock, NULL);
 	uint32_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
@@ -571,6 +577,10 @@ int sess_follow_begin(struct sess *r)
 fail:
 	if (f->fd >= 0)
 		close(f->fd);
+	if (f->wake[0] >= 0) {
+		close(f->wake[0]);
+		close(f->wake[1]);
+	}
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return err;
@@ -669,8 +679,13 @@ void sess_follow_end(struct sess *r, unsigned linger_ms)
 		if (idle)
 			__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&f->lock);
-		if (idle)
+		if (idle) {
+			/* Pairs with the poll of the wake pipe in follow_main(). */
+			if (f->wake[1] >= 0 && write(f->wake[1], "", 1) < 0) {
+				/* full or closed: the poll's timeout ends it */
+			}
 			break;
+		}
 		struct timespec d = { 0, 10 * 1000000L };
 		nanosleep(&d, NULL);
 	}
@@ -691,6 +706,10 @@ void sess_follow_end(struct sess *r, unsigned linger_ms)
 	follow_summary(f);
 	follow_images(f, r);
 	close(f->fd);
+	if (f->wake[0] >= 0) {
+		close(f->wake[0]);
+		close(f->wake[1]);
+	}
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	r->follow = NULL;
