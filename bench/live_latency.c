@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 
 	struct ctl_handle h;
 	char err[512];
-	if (ctl_open(target, &h, err, sizeof(err)) < 0) {
+	if (ctl_open(target, &h, CTL_OPEN_WRITE, err, sizeof(err)) < 0) {
 		fprintf(stderr, "live_latency: %s\n", err);
 		return 1;
 	}
