@@ -394,39 +394,6 @@ out:
 	return r;
 }
 
-/* The records of a copied sub-buffer up to the first one never written
- * (a zero header) or that does not decode: the bytes kept. The layout
- * of rb_read.c's walk, which that file keeps private. */
-static size_t walk_records(struct fs_dec *d, const char *p, size_t avail)
-{
-	size_t off = RINGTRACE__PKT_HDR;
-	while (off + RINGTRACE__EV_COMPACT <= avail) {
-		uint32_t w;
-		memcpy(&w, p + off, 4);
-		if (w == 0)
-			break;
-		uint32_t id = w & 31;
-		size_t hl = RINGTRACE__EV_COMPACT;
-		if (id == RINGTRACE__EV_ID_EXT) {
-			if (off + RINGTRACE__EV_EXTENDED > avail)
-				break;
-			memcpy(&id, p + off + 1, 4);
-			hl = RINGTRACE__EV_EXTENDED;
-		}
-		if (id == 0)
-			break;
-		size_t psz;
-		if (id == RINGTRACE__ID_THREAD)
-			psz = 4;
-		else if (fs_dec_payload_size(d, id, p + off + hl, avail - off - hl, &psz) < 0)
-			break;
-		if (psz > avail - off - hl)
-			break;
-		off += hl + psz;
-	}
-	return off;
-}
-
 int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 {
 	struct ringtrace__rb *rb = d->rb;
@@ -481,7 +448,7 @@ int fs_region_copy(struct fs_dec *d, struct fs_pkts *v)
 			memcpy(&content, copy + PKT_OFF(content_size), 8);
 			uint64_t bound = used < sb || content / 8 < RINGTRACE__PKT_HDR || content / 8 > used ? used
 													 : content / 8;
-			size_t keep = walk_records(d, copy, bound);
+			size_t keep = rb_walk_records(copy, bound, fs_dec_payload_size, d, NULL);
 			uint64_t bits = keep * 8;
 			memcpy(copy + PKT_OFF(content_size), &bits, 8);
 			memcpy(copy + PKT_OFF(packet_size), &bits, 8);

@@ -141,6 +141,13 @@ struct rb_reader;
 typedef int (*rb_payload_size_fn)(void *arg, uint32_t id, const char *payload, size_t avail,
 				  size_t *ret_size);
 
+/* The records of a packet (or a copy of a sub-buffer) of `avail` bytes,
+ * walked from after its header to the first one never written (a zero
+ * header) or that does not decode (fn, NULL: none decodes): returns the
+ * bytes kept, and the user events among them in *ret_events (may be
+ * NULL). Reads only p[0..avail). */
+size_t rb_walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg, uint64_t *ret_events);
+
 struct rb_packet {
 	const char *data;            /* packet bytes, header included */
 	size_t len;                  /* content bytes (what goes to disk) */

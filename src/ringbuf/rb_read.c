@@ -315,10 +315,8 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 	rc->rpos = (rpos + rb->sb_mask + 1) & RINGTRACE__POS_MASK;
 }
 
-/* Walk the records of a packet from its header to the first one that was
- * never written (zero header) or does not decode; returns the bytes kept. */
-static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg,
-			   uint64_t *ret_events)
+/* Also the mount's reader of sub-buffers in place (src/fs/fs_live.c). */
+size_t rb_walk_records(const char *p, size_t avail, rb_payload_size_fn fn, void *arg, uint64_t *ret_events)
 {
 	size_t off = RINGTRACE__PKT_HDR;
 	uint64_t events = 0;
@@ -348,7 +346,8 @@ static size_t walk_records(const char *p, size_t avail, rb_payload_size_fn fn, v
 		if (id >= RINGTRACE__ID_FIRST_USER)
 			events++;
 	}
-	*ret_events = events;
+	if (ret_events)
+		*ret_events = events;
 	return off;
 }
 
@@ -440,7 +439,7 @@ int rb_reader_salvage(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, 
 			 * reader zeroes in discard mode, the reusing writer in
 			 * overwrite mode), so the first unwritten record reads
 			 * as a zero header; what follows it is lost. */
-			keep = walk_records(r->copy, bound, fn, arg, &keep_events);
+			keep = rb_walk_records(r->copy, bound, fn, arg, &keep_events);
 			if (keep_events < committed_events) {
 				r->st.crash_lost += committed_events - keep_events;
 				rc->lost += committed_events - keep_events;
@@ -531,7 +530,7 @@ int rb_reader_peek(struct rb_reader *r, uint32_t cpu, rb_payload_size_fn fn, voi
 	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != ow)
 		return 0;
 	uint64_t events;
-	size_t keep = walk_records(r->copy, bound, fn, arg, &events);
+	size_t keep = rb_walk_records(r->copy, bound, fn, arg, &events);
 	cut_copy(r, pc, cpu, keep, events, 1, end_ts, 0, pkt);
 	return 1;
 }
