@@ -578,18 +578,7 @@ int cmd_stat(int argc, char **argv)
 	for (uint32_t c = 0; have && c < ring.rb->ncpus; c++) {
 		struct ctl_cpu_stat s;
 		ctl_ring_cpu_stat(ring.rb, c, &s);
-		tot.in_buffer += s.in_buffer;
-		tot.written += s.written;
-		tot.lost_full += s.lost_full;
-		tot.lost_overwrite += s.lost_overwrite;
-		tot.lost_too_big += s.lost_too_big;
-		tot.lost_nocpu += s.lost_nocpu;
-		tot.bytes += s.bytes;
-		tot.read_subbufs += s.read_subbufs;
-		tot.read_events += s.read_events;
-		tot.block_waits += s.block_waits;
-		tot.block_ns += s.block_ns;
-		tot.block_timeouts += s.block_timeouts;
+		ctl_cpu_stat_add(&tot, &s);
 		if (json)
 			printf("%s{\"cpu\":%u,\"in_buffer\":%llu,\"written\":%llu,\"lost_full\":%llu,\"lost_overwrite\":%llu,\"lost_too_big\":%llu,\"lost_no_rseq\":%llu,\"bytes\":%llu,\"subbuffers_read\":%llu,\"events_read\":%llu}",
 			       c ? "," : "", c, (unsigned long long)s.in_buffer, (unsigned long long)s.written,

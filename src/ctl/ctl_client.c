@@ -686,6 +686,22 @@ void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_
 	s->block_timeouts = __atomic_load_n(&pc->ctl->block_timeouts, __ATOMIC_RELAXED);
 }
 
+void ctl_cpu_stat_add(struct ctl_cpu_stat *tot, const struct ctl_cpu_stat *s)
+{
+	tot->in_buffer += s->in_buffer;
+	tot->written += s->written;
+	tot->lost_full += s->lost_full;
+	tot->lost_overwrite += s->lost_overwrite;
+	tot->lost_too_big += s->lost_too_big;
+	tot->lost_nocpu += s->lost_nocpu;
+	tot->bytes += s->bytes;
+	tot->read_subbufs += s->read_subbufs;
+	tot->read_events += s->read_events;
+	tot->block_waits += s->block_waits;
+	tot->block_ns += s->block_ns;
+	tot->block_timeouts += s->block_timeouts;
+}
+
 int ctl_log_next(const char *log, uint64_t used, uint64_t *pos, struct ctl_log_entry *e)
 {
 	if (*pos + 16 > used)

@@ -112,6 +112,8 @@ struct ctl_cpu_stat {
 	uint64_t block_waits, block_ns, block_timeouts;
 };
 void ctl_ring_cpu_stat(const struct ringtrace__rb *rb, uint32_t cpu, struct ctl_cpu_stat *ret);
+/* tot += s, field by field (the totals over CPUs of stat and the mount). */
+void ctl_cpu_stat_add(struct ctl_cpu_stat *tot, const struct ctl_cpu_stat *s);
 
 /* One entry of a registry log (a block's or a region's, docs/design.md
  * section 4): kind 1 EVENT (provider, name, signature, origin), kind 2

@@ -554,15 +554,7 @@ static void stats_of(struct ctl_handle *h, int cpu, FILE *out)
 			if (cpu >= 0 && (uint32_t)cpu != c)
 				continue;
 			ctl_ring_cpu_stat(ring.rb, c, &s);
-			tot.in_buffer += s.in_buffer;
-			tot.written += s.written;
-			tot.lost_full += s.lost_full;
-			tot.lost_overwrite += s.lost_overwrite;
-			tot.lost_too_big += s.lost_too_big;
-			tot.lost_nocpu += s.lost_nocpu;
-			tot.bytes += s.bytes;
-			tot.read_subbufs += s.read_subbufs;
-			tot.read_events += s.read_events;
+			ctl_cpu_stat_add(&tot, &s);
 		}
 		ctl_ring_close(&ring);
 	}
