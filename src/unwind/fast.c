@@ -354,22 +354,10 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		s->adds = info->dlpi_adds;
 		s->subs = info->dlpi_subs;
 	}
-	const uint8_t *hdr = NULL;
-	size_t hdr_len = 0;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_GNU_EH_FRAME) {
-			hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-			hdr_len = ph->p_memsz;
-		} else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			if (a < lo)
-				lo = a;
-			if (a + ph->p_memsz > hi)
-				hi = a + ph->p_memsz;
-		}
-	}
+	const uint8_t *hdr;
+	size_t hdr_len;
+	uintptr_t lo, hi;
+	rt_object_span(info, &hdr, &hdr_len, &lo, &hi);
 	if (s->max == 0)
 		return 1;            /* a probe for the counters only */
 	if (!hdr || lo >= hi || s->n >= s->max)

@@ -594,22 +594,10 @@ static int table_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct table_scan *s = arg;
-	const uint8_t *hdr = NULL;
-	size_t hdr_len = 0;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_GNU_EH_FRAME) {
-			hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-			hdr_len = ph->p_memsz;
-		} else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			if (a < lo)
-				lo = a;
-			if (a + ph->p_memsz > hi)
-				hi = a + ph->p_memsz;
-		}
-	}
+	const uint8_t *hdr;
+	size_t hdr_len;
+	uintptr_t lo, hi;
+	rt_object_span(info, &hdr, &hdr_len, &lo, &hi);
 	if (!hdr || lo >= hi)
 		return 0;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
@@ -638,6 +626,31 @@ static int table_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	s->n++;
 	return 0;
+}
+
+void rt_object_span(const struct dl_phdr_info *info, const uint8_t **ret_hdr, size_t *ret_hdr_len,
+		    uintptr_t *ret_lo, uintptr_t *ret_hi)
+{
+	const uint8_t *hdr = NULL;
+	size_t hdr_len = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_GNU_EH_FRAME) {
+			hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+			hdr_len = ph->p_memsz;
+		} else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		}
+	}
+	*ret_hdr = hdr;
+	*ret_hdr_len = hdr_len;
+	*ret_lo = lo;
+	*ret_hi = hi;
 }
 
 /* Register the unwind tables of the loaded objects (see the file comment,

@@ -5,6 +5,8 @@
 #ifndef RINGTRACE_UNWIND_INT_H
 #define RINGTRACE_UNWIND_INT_H
 
+#include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define RT_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
@@ -52,6 +54,14 @@ int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintp
 /* Count a fallback that the caller decided (no slot etc. are counted by
  * ft_walk itself). */
 void ft_count_fallback(int cause);
+
+/* From an object's program headers (a dl_iterate_phdr callback's info):
+ * its .eh_frame_hdr (PT_GNU_EH_FRAME; NULL, 0 if none) and the span
+ * [lo, hi) of its executable segments (lo >= hi if none). Reads only the
+ * headers: safe under the loader's lock. Both the libunwind tables
+ * (unwind.c) and the fast tables (fast.c) list objects with it. */
+void rt_object_span(const struct dl_phdr_info *info, const uint8_t **ret_hdr, size_t *ret_hdr_len,
+		    uintptr_t *ret_lo, uintptr_t *ret_hi);
 
 /* Verification mode (RINGTRACE_UNWIND_VERIFY=1, read at init). */
 extern int ft_verify;
