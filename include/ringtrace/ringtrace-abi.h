@@ -83,6 +83,11 @@ struct ringtrace_event_desc {
 /* The event carries a stack (RINGTRACE_EVENT_STACK): its payload ends
  * with the stack suffix described at ringtrace__rb.stacks. */
 #define RINGTRACE__EVF_STACK 0x1u
+/* Set at run time by the allocation tracer on the events whose stacks no
+ * report reads (a free's: its call site is a field). In a region that
+ * gives every event a stack, such an event's suffix says "no stack"
+ * (stack_id RINGTRACE__STACK_NONE, depth 0) and nothing is captured. */
+#define RINGTRACE__EVF_NO_STACK 0x2u
 /* Set at run time by the library: the event arms a snapshot trigger, its
  * commit calls ringtrace__trigger() (src/lib/trigger.h). */
 #define RINGTRACE__EVF_TRIGGER 0x100u

@@ -118,8 +118,10 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	 * captured before the reservation, so that the unwinding does not
 	 * hold a sub-buffer open. */
 	uint64_t ips[RINGTRACE__STACK_DEPTH];
-	uint32_t depth;
-	uint32_t id = rb_stack_capture(c->rb, ips, &depth);
+	uint32_t depth = 0;
+	uint32_t id = RINGTRACE__STACK_NONE;
+	if ((flags & (RINGTRACE__EVF_STACK | RINGTRACE__EVF_NO_STACK)) != RINGTRACE__EVF_NO_STACK)
+		id = rb_stack_capture(c->rb, ips, &depth);
 	uint32_t extra = 5 + 8 * depth;
 	if (payload > PAYLOAD_LIMIT - extra)
 		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */

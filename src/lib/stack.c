@@ -26,10 +26,15 @@
 
 /*
  * Frames between rt_unwind() and the function that fired the event:
- * rb_stack_capture, ringtrace__reserve_slow, the event's probe. Both are
- * out of line (noinline here, exported there; the probe is noinline).
+ * rb_stack_capture, ringtrace__reserve_slow (or ringtrace__stack_id),
+ * the event's probe (or stack_id's caller). All are out of line
+ * (noinline here, exported there; the probe is noinline). The first two
+ * are libringtrace's, built with frame pointers (mk/stack.mk): the walk
+ * passes them by those, and the probe too when it is the allocation
+ * tracer's (rt_unwind_own()).
  */
 #define OWN_FRAMES 3
+#define OWN_FP_FRAMES 2
 
 struct lib_stack {
 	struct stackmap map;
@@ -194,8 +199,14 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		thread_prepare();
 	else if (__builtin_expect(rt_unwind_want_refresh(), 0) && method == RT_UNWIND_TABLES)
 		refresh_tables();
+#if UINTPTR_MAX == UINT64_MAX
+	/* The same unsigned long on LP64: the walk fills ips itself. */
+	uintptr_t *buf = (uintptr_t *)ips;
+#else
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
-	int n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, method);
+#endif
+	struct rt_unwind_note note;
+	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, OWN_FP_FRAMES, method, &note);
 	if (n < 0 && method != RT_UNWIND_FP)
 		/* Re-entered from a signal handler (-EBUSY), or a thread
 		 * libunwind cannot serve: frame pointers, where there are. */
@@ -205,8 +216,10 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		errno = saved_errno;
 		return RINGTRACE__STACK_NONE;
 	}
+#if UINTPTR_MAX != UINT64_MAX
 	for (int i = 0; i < n; i++)
 		ips[i] = buf[i];
+#endif
 	int cpu = -1;
 #if RINGTRACE__RSEQ
 	if (rb->use_rseq)
@@ -216,8 +229,31 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		cpu = sched_getcpu();
 	errno = saved_errno;
 	uint32_t id;
-	if (stackmap_get_id(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &id) >= 0)
+	/*
+	 * The same frames as this thread's last walk (the unwinder's note):
+	 * the id the map gave for them then, if no reset came between. Only
+	 * the outermost probe of a thread reads and writes notes: a handler
+	 * interrupting it runs nested (nest > 1) and leaves them alone, so no
+	 * note is torn; one that re-records the memo voids the note's words.
+	 */
+	if (note.cell && ringtrace__tls.nest == 1) {
+		/* 64-bit words: read back as they were stored (32-bit
+		 * halves read as one word stall the store forwarding). */
+		uint64_t w[RT_UNWIND_NOTE_WORDS];
+		int known = rt_unwind_note_get(&note, w);
+		struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
+		int r = stackmap_get_id_hint(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, known,
+					     &id);
+		if (r >= 0) {
+			if (r != STACKMAP_FROM_HINT) {
+				uint32_t v[RT_UNWIND_NOTE_WORDS] = { h.id, h.serial, h.epoch };
+				rt_unwind_note_set(&note, v);
+			}
+			return id;
+		}
+	} else if (stackmap_get_id(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &id) >= 0) {
 		return id;
+	}
 	/* No room in the map (counted there as a drop): the event carries
 	 * the addresses themselves, so no stack is lost. */
 	*ret_depth = (uint32_t)n;

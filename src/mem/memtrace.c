@@ -1191,6 +1191,13 @@ __attribute__((constructor(101))) static void memtrace_init(void)
 	(void)ready();
 	GUARD; /* its allocations (and setenv's) are the tracer's */
 	sample_setup();
+	/* A free's stack is read by no report (its call site is a field),
+	 * and capturing it doubled the cost of stacks: not captured unless
+	 * asked (docs/mem.md). Before any free is recorded: the probe reads
+	 * the flags relaxed, as it reads the trigger bit. */
+	const char *fs = getenv("RINGTRACE_MEM_FREE_STACKS");
+	if (!fs || strcmp(fs, "1") != 0)
+		__atomic_fetch_or(&ringtrace__desc_mem_free.flags, RINGTRACE__EVF_NO_STACK, __ATOMIC_RELAXED);
 	if (mem_follows_exec())
 		return;
 	const char *pre = getenv("LD_PRELOAD");

@@ -186,6 +186,8 @@ static int fence_percpu_callers(void)
 #endif
 }
 
+static uint32_t view_serial;          /* the last view's serial */
+
 int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 {
 	struct stackmap_header *h = mem;
@@ -227,6 +229,8 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 	ret_map->ncpus = h->ncpus;
 	ret_map->bits = h->bits;
 	ret_map->percpu = 0;
+	/* Relaxed: a serial only needs to be distinct. */
+	ret_map->serial = __atomic_add_fetch(&view_serial, 1, __ATOMIC_RELAXED);
 #if STACKMAP_RSEQ
 	if (percpu_usable()) {
 		/* Seq_cst, partner: the seq_cst load of `percpu` after the flag
@@ -603,8 +607,9 @@ static __attribute__((noinline, cold)) int leave_dropped(struct stackmap_cpu *c,
  * after the call's last access to the table and the pool; a reset that
  * counts it knows the call is done with them.
  */
-int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
-		    uint32_t *ret_id)
+static inline __attribute__((always_inline)) int get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth,
+							 uint32_t cpu, struct stackmap_hint *hint, int known,
+							 uint32_t *ret_id)
 {
 	if (!map || !ret_id || depth > STACKMAP_MAX_DEPTH || (depth && !ips))
 		return -EINVAL;
@@ -612,9 +617,12 @@ int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, u
 		cpu %= map->ncpus;
 	struct stackmap_cpu *c = &map->cpu[cpu];
 	/* Before entering: the key depends only on the caller's frames and the
-	 * seed of our view. */
-	uint32_t key = hash_inline(map->seed, ips, depth);
-	key = key ? key : 1;
+	 * seed of our view. Not needed when a hint will answer. */
+	uint32_t key = 0;
+	if (!known) {
+		key = hash_inline(map->seed, ips, depth);
+		key = key ? key : 1;
+	}
 	uint32_t flag;
 	int percpu = 0;
 #if STACKMAP_RSEQ
@@ -635,11 +643,53 @@ int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, u
 	}
 	if (__builtin_expect(flag != 0, 0))
 		return leave_dropped(c, cpu, percpu, -EAGAIN);
+	if (hint) {
+		/* Inside the entry handshake: a reset that bumps the epoch
+		 * after this load waits for this call to leave, and one that
+		 * bumped it before is seen (the flag load above is acquire or
+		 * seq_cst, partner: the release that reopens the map).
+		 * Relaxed: ordered by that load. */
+		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
+		if (known && hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
+			/* The element of an id never changes within an epoch.
+			 * Relaxed: a count, as in find_or_insert(). */
+			__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
+			*ret_id = hint->id;
+			leave(c, cpu, percpu);
+			return STACKMAP_FROM_HINT;
+		}
+		if (!key) {
+			key = hash_inline(map->seed, ips, depth);
+			key = key ? key : 1;
+		}
+		int r = find_or_insert(map, key, ips, depth, ret_id);
+		if (__builtin_expect(r < 0, 0))
+			return leave_dropped(c, cpu, percpu, r);
+		hint->id = *ret_id;
+		hint->serial = map->serial;
+		hint->epoch = epoch;
+		leave(c, cpu, percpu);
+		return r;
+	}
 	int r = find_or_insert(map, key, ips, depth, ret_id);
 	if (__builtin_expect(r < 0, 0))
 		return leave_dropped(c, cpu, percpu, r);
 	leave(c, cpu, percpu);
 	return r;
+}
+
+int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
+		    uint32_t *ret_id)
+{
+	return get_id(map, ips, depth, cpu, NULL, 0, ret_id);
+}
+
+int stackmap_get_id_hint(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
+			 struct stackmap_hint *hint, int known, uint32_t *ret_id)
+{
+	if (!hint)
+		return -EINVAL;
+	return get_id(map, ips, depth, cpu, hint, known, ret_id);
 }
 
 /* ---- reset ------------------------------------------------------------------ */
@@ -740,6 +790,9 @@ int stackmap_reset_timeout(struct stackmap *map, int tracing_on, unsigned timeou
 	memset(map->pool, 0, (size_t)used * sizeof(map->pool[0]));
 	/* Relaxed: published to the next calls by the release that reopens. */
 	__atomic_store_n(&h->cursor, 0, __ATOMIC_RELAXED);
+	/* Ids remembered before are void (stackmap_get_id_hint()). Relaxed:
+	 * published as the cursor is. */
+	__atomic_store_n(&h->epoch, __atomic_load_n(&h->epoch, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 
 	/* New baselines. Only failing calls can run on a CPU since its drain,
 	 * and each adds one to both exits and drops, so exits - drops is what

@@ -93,7 +93,11 @@ struct stackmap_header {
 	 * then on every reset must run membarrier() before it drains. Set by
 	 * stackmap_open(), cleared only by stackmap_init(). */
 	uint32_t percpu;
-	uint64_t pad1[6];
+	/* Resets done: bumped by each, before it reopens the map (an id
+	 * remembered with the epoch it was handed out in stays valid while
+	 * the epoch is the same: stackmap_get_id_hint()). */
+	uint64_t epoch;
+	uint64_t pad1[5];
 	/* Own cache line: every insert takes an element with a fetch-add here,
 	 * hits never touch it. Never above the table size (one fetch-add per
 	 * claimed slot), so it cannot wrap. */
@@ -169,6 +173,10 @@ struct stackmap {
 	 * caller may clear it after stackmap_open() (RINGTRACE_NO_RSEQ, tests),
 	 * never set it. */
 	uint32_t percpu;
+	/* Distinct for every view this process opened: names the map an id
+	 * belongs to (a region's map replaced by another's at the same
+	 * address included). */
+	uint32_t serial;
 };
 
 /* One stored stack, as the exports and readers hand it out (a copy). */
@@ -216,6 +224,27 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map);
  */
 int stackmap_get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
 		    uint32_t *ret_id);
+
+/*
+ * An earlier answer remembered by the caller with the stack it was for
+ * (the unwinder's memo: src/lib/stack.c): the id, and the view and epoch
+ * it was handed out in.
+ */
+struct stackmap_hint {
+	uint32_t id, serial, epoch;
+};
+
+/*
+ * stackmap_get_id() for a caller that may know the answer: when `known`
+ * and *hint was filled by an earlier call with the very same stack in
+ * this view and no reset came between, the id is taken from it (counted
+ * as a hit of its stack, with no hash, probe or compare) and the return
+ * is STACKMAP_FROM_HINT. Otherwise the lookup is done and *hint filled on
+ * success. Other returns and contract as stackmap_get_id().
+ */
+#define STACKMAP_FROM_HINT 2
+int stackmap_get_id_hint(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,
+			 struct stackmap_hint *hint, int known, uint32_t *ret_id);
 
 /*
  * The seeded 32-bit hash of a stack, and the slot key made from it (a hash

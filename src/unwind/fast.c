@@ -78,6 +78,10 @@
 
 struct ft_snap {
 	size_t map_size;
+	/* The allocation tracer's object (libringtrace-malloc.so), whose
+	 * code all keeps frame pointers: its frames are passed by them
+	 * (ft_walk). fp_lo >= fp_hi: not loaded. */
+	uintptr_t fp_lo, fp_hi;
 	uint32_t n;
 	struct cfi_table *obj[];     /* sorted by lo, not overlapping */
 };
@@ -108,6 +112,12 @@ struct ft_counters {
 struct ft_memo {
 	uint32_t n;                  /* positions recorded: ip[0..n-1] */
 	uint32_t complete;           /* the walk ended by itself after ip[n-1] */
+	/* Bumped each time this memo is recorded again (the tag of its
+	 * note's words), and the skip and max of the walk that recorded it:
+	 * a walk with others has other frames. */
+	uint32_t seq;
+	int32_t skip0, max0;
+	uint64_t note[RT_UNWIND_NOTE_WORDS];
 	uint64_t gen;                /* generation of the tables used */
 	uintptr_t hi;                /* stack top the reads were checked against */
 	uintptr_t ip[FT_MEMO_MAX], sp[FT_MEMO_MAX], bp[FT_MEMO_MAX];
@@ -142,6 +152,7 @@ struct ft_slot {
 	uint64_t gen;                /* generation of the cache's contents */
 	struct ft_mem *mem;          /* mmap'ed on first claim, kept for the slot */
 	uint32_t cur;                /* memo[cur] is the last full walk */
+	uintptr_t ip0, sp0;          /* the first state of the last walk */
 	struct ft_counters c;
 } __attribute__((aligned(64)));
 
@@ -232,6 +243,10 @@ static struct ft_slot *slot_get(void)
 			sl->mem = m;
 			/* Zero pages: empty for any generation. */
 			sl->gen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
+		} else {
+			/* Another thread's memo: its words were on that
+			 * thread's stack (memo_check() reads them unchecked). */
+			sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
 		}
 		my_slot = i + 1;
 		if (slot_key_ok)
@@ -345,7 +360,17 @@ struct scan {
 	uint8_t *kept;               /* per old object: still loaded */
 	int reuse;                   /* no object was removed: old tables can be kept */
 	unsigned long long adds, subs;
+	uintptr_t fp_lo, fp_hi;      /* the allocation tracer's code, if loaded */
 };
+
+/* The object whose code is all built with frame pointers: the
+ * allocation tracer, preloaded (mk/mem.mk builds it so). */
+static int fp_object(const char *name)
+{
+	const char *base = name ? strrchr(name, '/') : NULL;
+	base = base ? base + 1 : name;
+	return base && !strncmp(base, "libringtrace-malloc.so", 22);
+}
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -360,6 +385,10 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	rt_object_span(info, &hdr, &hdr_len, &lo, &hi);
 	if (s->max == 0)
 		return 1;            /* a probe for the counters only */
+	if (lo < hi && fp_object(info->dlpi_name)) {
+		s->fp_lo = lo;
+		s->fp_hi = hi;
+	}
 	if (!hdr || lo >= hi || s->n >= s->max)
 		return 0;
 	/* The loaded segment that holds the header bounds every read. */
@@ -434,6 +463,8 @@ static int refresh_locked(void)
 	}
 	dl_iterate_phdr(scan_cb, &s);
 	ns->n = s.n;
+	ns->fp_lo = s.fp_lo;
+	ns->fp_hi = s.fp_hi;
 	/* Sort by address (insertion: a few hundred objects, mostly in
 	 * order already). */
 	uint64_t rows = 0, bad = 0;
@@ -677,8 +708,8 @@ RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s,
 
 /* Verify steps [from, to) of a memo: each word still holds what was read.
  * Returns the first step that differs (to when none). */
-RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
-					  uintptr_t hi)
+RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
+					       uintptr_t hi)
 {
 	for (uint32_t k = from; k < to; k++) {
 		uintptr_t a = m->wa[k], b = m->ba[k];
@@ -690,9 +721,35 @@ RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from
 	return to;
 }
 
-RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-			   uintptr_t cur_sp, int *ret_cause)
+/* Stands for a word a step did not read (address 0 in the memo). */
+static const uintptr_t no_word;
+
+/*
+ * The same, the common case first: all words still the same, found
+ * without a branch per word. Safe to read without checks: the words of a
+ * step from the matched state on lie between that state's CFA (this
+ * walk's sp, at or above its lo) and hi, where they were read (and
+ * checked) when the memo was recorded on the same stack: inside the
+ * mapping of the stack that holds the current stack pointer.
+ */
+RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
+					  uintptr_t hi)
 {
+	uintptr_t diff = 0;
+	for (uint32_t k = from; k < to; k++) {
+		uintptr_t a = m->wa[k], b = m->ba[k];
+		const uintptr_t *pa = a ? (const uintptr_t *)a : &no_word;
+		const uintptr_t *pb = b ? (const uintptr_t *)b : &no_word;
+		diff |= (*pa ^ (a ? m->wv[k] : 0)) | (*pb ^ (b ? m->bv[k] : 0));
+	}
+	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
+}
+
+RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+			   uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause)
+{
+	*ret_passed = 0;
+	ret_note->cell = NULL;
 #if defined(__x86_64__)
 	struct ft_slot *sl = slot_get();
 	if (!sl) {
@@ -713,6 +770,8 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	int n = 0, cause = -1;
 	uint64_t hits = 0, misses = 0, memo_frames = 0;
 	struct ft_memo *rec = NULL;  /* the memo this walk records, if any */
+	struct ft_memo *noted = NULL;  /* the memo whose frames are this walk's */
+	uintptr_t first_ip = 0, first_sp = 0;  /* the walk's first state */
 	uint32_t pos = 0;            /* frames walked, skipped ones included */
 	int complete = 1;            /* the walk ended by itself (not at max) */
 	uintptr_t lo, hi;
@@ -741,14 +800,55 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 	hi = r.hi;
 	uintptr_t sig, clo, chi;
 	rt_sigreturn_hint(&sig, &clo, &chi);
+	/*
+	 * Frames of ours, all built with frame pointers, are passed by them:
+	 * the caller's first `own` ones (the capture's own functions), then
+	 * those of the allocation tracer's code. In such a frame rbp holds
+	 * its base, where the caller's rbp and the return address lie: two
+	 * loads, no table. The allocation tracer's frames, which every
+	 * reader drops anyway (src/analyze/frames.h), are not recorded: past
+	 * skip they are counted in *ret_passed (verification skips as many
+	 * of libunwind's). A frame pointer outside the stack, or below the
+	 * frame it should lie above, falls back.
+	 */
+	const uintptr_t fp_lo = s->fp_lo, fp_span = s->fp_hi - s->fp_lo;
+	int passed = 0;
+	while (own > 0 || ip - fp_lo < fp_span) {
+		if (__builtin_expect(bp < sp || bp > hi - 16 || (bp & 7), 0)) {
+			cause = FT_FB_STACK;
+			goto out;
+		}
+		const uintptr_t *f = (const uintptr_t *)bp;
+		ip = f[1];
+		sp = bp + 16;
+		bp = f[0];
+		own--;
+		if (skip > 0)
+			skip--;
+		else
+			passed++;
+		if (__builtin_expect(ip < 0x4000, 0))
+			break;
+	}
+	*ret_passed = passed;
+	if (__builtin_expect(ip < 0x4000, 0))
+		goto out;
 	/* The memo: read the last full walk, record this one (a handler
 	 * interrupting a capture does neither: the outer one owns them). */
-	const struct ft_memo *old = NULL;
+	struct ft_memo *old = NULL;
+	const int skip0 = skip;
+	first_ip = ip;
+	first_sp = sp;
 	if (!nested && use_cache) {
 		old = &sl->mem->memo[sl->cur];
 		rec = &sl->mem->memo[sl->cur ^ 1];
 		if (old->n == 0 || old->gen != g || old->hi != hi)
 			old = NULL;
+		/* Its note's words are void from now on. */
+		rec->seq++;
+		SIGFENCE();
+		rec->skip0 = skip;
+		rec->max0 = max;
 	}
 	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
@@ -789,13 +889,26 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uint
 					}
 					uint32_t ok = memo_check(old, mp, to, lo, hi);
 					if (ok == to && (need <= avail || old->complete)) {
-						for (uint32_t k = 0; k < take; k++)
-							ips[n + (int)k] = old->ip[mp + 1 + k];
+						memcpy(ips + n, &old->ip[mp + 1], take * sizeof(ips[0]));
 						n += (int)take;
 						memo_frames += take;
-						if (!rec || pos < 4) {
-							/* Keep the memo this walk agreed with
-							 * from (almost) its start. */
+						/* Its frames are this walk's when it agreed
+						 * at the same position after the same frames:
+						 * then its note is this walk's. */
+						if (rec && mp == pos && old->skip0 == skip0 && old->max0 == max) {
+							uint32_t k = 0;
+							while (k < pos && rec->ip[k] == old->ip[k] && rec->sp[k] == old->sp[k])
+								k++;
+							if (k == pos)
+								noted = old;
+						}
+						/* Keep the memo this walk agreed with from
+						 * (almost) its start; unless its frames are
+						 * not this walk's and the last walk started
+						 * here too: the same capture again, whose
+						 * next repeat gets a note when it is the
+						 * memo. */
+						if (!rec || (pos < 4 && (noted || rec->ip[0] != sl->ip0 || rec->sp[0] != sl->sp0))) {
 							rec = NULL;
 							goto out;
 						}
@@ -982,6 +1095,15 @@ out:
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;
+		noted = rec;
+	}
+	if (noted) {
+		ret_note->cell = noted->note;
+		ret_note->seq = noted->seq;
+	}
+	if (!nested && first_sp) {
+		sl->ip0 = first_ip;
+		sl->sp0 = first_sp;
 	}
 	CNT_ADD(cn->captures, 1);
 	CNT_ADD(cn->hits, hits);

@@ -452,12 +452,19 @@ static inline __attribute__((always_inline)) int lu_capture(uintptr_t *ips, int 
 	return n;
 }
 
-/* noinline: its frame is the one the walks start from, and ips[0] must be
- * the return address into its caller. */
-__attribute__((noinline)) int rt_unwind(uintptr_t *ips, int max, int skip, int method)
+/* The capture from the frame at fp (the frame of a noinline function of
+ * ours, whose stack pointer is sp): always inlined into one, so that
+ * buf[0] of libunwind's capture is the return address into it too. */
+static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintptr_t sp, uintptr_t *ips, int max,
+							      int skip, int own, int method,
+							      struct rt_unwind_note *ret_note)
 {
+	struct rt_unwind_note note_unused;
+	if (!ret_note)
+		ret_note = &note_unused;
+	ret_note->cell = NULL;
 	if (max < 0 || max > RT_UNWIND_MAX_DEPTH || skip < 0 || skip > RT_UNWIND_MAX_SKIP ||
-	    (!ips && max > 0))
+	    (!ips && max > 0) || own < 0 || own > skip)
 		return -EINVAL;
 	if (method != RT_UNWIND_FP && method != RT_UNWIND_LIBUNWIND && method != RT_UNWIND_TABLES)
 		return -EINVAL;
@@ -465,33 +472,56 @@ __attribute__((noinline)) int rt_unwind(uintptr_t *ips, int max, int skip, int m
 		return 0;
 	int saved_errno = errno;
 	int n;
-	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	if (method == RT_UNWIND_FP) {
+		n = fp_walk(fp, sp, ips, max, skip);
+	} else if (method == RT_UNWIND_TABLES) {
+		/* The calling function keeps its frame pointer (unwind.o is
+		 * built with them): its frame gives its caller's ip, CFA and
+		 * rbp. */
+		const uintptr_t *f = (const uintptr_t *)fp;
+		int cause, passed;
+		n = ft_walk(ips, max, skip, own, f[1], fp + 16, f[0], sp, &passed, ret_note, &cause);
+		if (n >= 0 && ft_verify) {
+			/* libunwind's frames after the ones the walk passed by
+			 * their frame pointers (the allocation tracer's). */
+			uintptr_t ref[RT_UNWIND_MAX_DEPTH];
+			int m = skip + passed <= RT_UNWIND_MAX_SKIP ? lu_capture(ref, max, skip + passed) : -EINVAL;
+			ft_verify_result(ips, n, ref, m);
+		}
+		if (n < 0) {
+			ret_note->cell = NULL;
+			n = lu_capture(ips, max, skip);
+		}
+	} else {
+		n = lu_capture(ips, max, skip);
+	}
+	errno = saved_errno;
+	return n;
+}
+
+static inline __attribute__((always_inline)) uintptr_t current_sp(void)
+{
 	uintptr_t sp;
 #if defined(__x86_64__)
 	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 #else
 	sp = (uintptr_t)&sp;
 #endif
-	if (method == RT_UNWIND_FP) {
-		n = fp_walk(fp, sp, ips, max, skip);
-	} else if (method == RT_UNWIND_TABLES) {
-		/* This function keeps its frame pointer (unwind.o is built
-		 * with them): its frame gives the caller's ip, CFA and rbp. */
-		const uintptr_t *f = (const uintptr_t *)fp;
-		int cause;
-		n = ft_walk(ips, max, skip, f[1], fp + 16, f[0], sp, &cause);
-		if (n >= 0 && ft_verify) {
-			uintptr_t ref[RT_UNWIND_MAX_DEPTH];
-			int m = lu_capture(ref, max, skip);
-			ft_verify_result(ips, n, ref, m);
-		}
-		if (n < 0)
-			n = lu_capture(ips, max, skip);
-	} else {
-		n = lu_capture(ips, max, skip);
-	}
-	errno = saved_errno;
-	return n;
+	return sp;
+}
+
+/* noinline: its frame is the one the walks start from, and ips[0] must be
+ * the return address into its caller. */
+__attribute__((noinline)) int rt_unwind(uintptr_t *ips, int max, int skip, int method)
+{
+	return unwind_from((uintptr_t)__builtin_frame_address(0), current_sp(), ips, max, skip, 0, method, NULL);
+}
+
+__attribute__((noinline)) int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method,
+					    struct rt_unwind_note *ret_note)
+{
+	return unwind_from((uintptr_t)__builtin_frame_address(0), current_sp(), ips, max, skip, own, method,
+			   ret_note);
 }
 
 /* ---- init ------------------------------------------------------------------- */

@@ -110,6 +110,54 @@ int rt_unwind_thread_init(void);
 int rt_unwind(uintptr_t *ips, int max, int skip, int method);
 
 /*
+ * A note kept with a walk's frames. The table walk remembers each
+ * thread's last full walk (its memo); when a capture's frames are exactly
+ * the memo's, rt_unwind_own() hands out its note: RT_UNWIND_NOTE_WORDS
+ * words the caller may read and write, which describe those frames until
+ * the memo is replaced (each word carries the memo's sequence number: a
+ * word written for an older memo reads as absent). Reads and writes are
+ * plain: the caller makes sure no capture of the same thread (a signal
+ * handler's) reads or writes notes while it does (src/lib/stack.c: only
+ * the outermost probe of a thread does).
+ */
+#define RT_UNWIND_NOTE_WORDS 3
+
+struct rt_unwind_note {
+	uint64_t *cell;              /* NULL: no note for this capture */
+	uint32_t seq;
+};
+
+/* 1 and v[] if the note holds words written for these frames (each in
+ * the low half of its v[i]). */
+static inline int rt_unwind_note_get(const struct rt_unwind_note *n, uint64_t v[RT_UNWIND_NOTE_WORDS])
+{
+	for (int i = 0; i < RT_UNWIND_NOTE_WORDS; i++) {
+		uint64_t w = __atomic_load_n(&n->cell[i], __ATOMIC_RELAXED);
+		if ((uint32_t)(w >> 32) != n->seq)
+			return 0;
+		v[i] = (uint32_t)w;
+	}
+	return 1;
+}
+
+static inline void rt_unwind_note_set(const struct rt_unwind_note *n, const uint32_t v[RT_UNWIND_NOTE_WORDS])
+{
+	for (int i = 0; i < RT_UNWIND_NOTE_WORDS; i++)
+		__atomic_store_n(&n->cell[i], (uint64_t)n->seq << 32 | v[i], __ATOMIC_RELAXED);
+}
+
+/*
+ * The same for libringtrace's capture path: the first `own` (<= skip) of
+ * the skipped frames are functions of libringtrace built with frame
+ * pointers, passed by them with the tables method; so are the frames of
+ * the allocation tracer's object (libringtrace-malloc.so) that follow,
+ * which are not recorded either (readers drop them: src/analyze/frames.h).
+ * The other methods capture as rt_unwind() does. *ret_note (if not NULL)
+ * gets the note of the capture's frames, or a NULL cell.
+ */
+int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method, struct rt_unwind_note *ret_note);
+
+/*
  * RT_UNWIND_TABLES (src/unwind/fast.c): compact unwind tables built from
  * each loaded object's .eh_frame when the objects are listed (init, and
  * rt_unwind_refresh()), a per-thread cache of the rows of the addresses

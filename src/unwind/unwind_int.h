@@ -45,11 +45,15 @@ enum {
  * The table walk from a frame whose return address is ip, whose CFA is sp
  * and where rbp holds bp, bounded by the stack of cur_sp (this thread's
  * stack pointer). Fills ips as rt_unwind() does; ips[0] (after skip) is
- * ip. Returns the count, or -1 and *ret_cause when libunwind must do this
- * capture.
+ * ip. The first `own` frames (own <= skip), and any of the allocation
+ * tracer's object after them, keep frame pointers and are passed by
+ * them; the tracer's frames passed beyond skip are not recorded, and
+ * counted in *ret_passed. *ret_note: the note of the frames (rt_unwind_own()).
+ * Returns the count, or -1 and *ret_cause when
+ * libunwind must do this capture.
  */
-int ft_walk(uintptr_t *ips, int max, int skip, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-	    uintptr_t cur_sp, int *ret_cause);
+int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+	    uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause);
 
 /* Count a fallback that the caller decided (no slot etc. are counted by
  * ft_walk itself). */

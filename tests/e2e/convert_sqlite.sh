@@ -269,7 +269,9 @@ def mem_checks():
         if ["0x%x" % r["ip"] for r in got] != want_ips:
             fails.append("frames %s, stackmap's stack %d from level %d: %s" %
                          (["0x%x" % r["ip"] for r in got], sid, skip, want_ips))
-        if skip < 1 or any((r["object"] or "").endswith("libringtrace-malloc.so") for r in got):
+        # The capture passes the tracer's frames (tracer_frames 0 then);
+        # stacks of older traces have them, and skip them by that column.
+        if any((r["object"] or "").endswith("libringtrace-malloc.so") for r in got):
             fails.append("the tracer's frames are not left out (tracer_frames %d)" % skip)
     check("biggest-leak-stack query = the stack of the report's biggest leak", fails)
 

@@ -112,6 +112,29 @@ if have "$RT" "$MP"; then
 fi
 finish "record --mem --stacks: the same figures, leaks with their stacks from the program's call"
 
+# A free's stack is read by no report: not captured (the event says "no
+# stack"), unless RINGTRACE_MEM_FREE_STACKS=1 asks for it; the first
+# frames of an allocation's stack are the program's, not the tracer's.
+begin
+if have "$RT" "$MP" && [ -d p2 ]; then
+	"$RT" dump p2 >p2.dump 2>&1 || why "dump failed"
+	nfree=$(grep -c ' mem:free: ' p2.dump)
+	[ "$nfree" -gt 0 ] || why "no free events"
+	eq "frees without a stack" "$(grep ' mem:free: ' p2.dump | grep -vc 'stack_id=4294967295 stack=\[\]$')" 0
+	eq "allocations with a stack id" "$(grep ' mem:alloc: ' p2.dump | grep -c 'stack_id=4294967295')" 0
+	RINGTRACE_MEM_FREE_STACKS=1 "$RT" record --mem --stacks -o p3 -- "$MP" pattern >p3.out 2>p3.err
+	eq "status with free stacks" "$?" 0
+	eq "output with free stacks" "$(cat p3.out)" "$(cat plain.out)"
+	"$RT" dump p3 >p3.dump 2>&1 || why "dump failed"
+	eq "frees with a stack when asked" "$(grep ' mem:free: ' p3.dump | grep -c 'stack_id=4294967295')" 0
+	"$RT" report p3 --by function --top 0 --json >p3.json 2>&1 || why "report failed"
+	eq "the same figures with free stacks" "$(row p3.json calloc_leak3)" "10 7 1000 300 3 0 0 calloc"
+	"$RT" stackmap p2 >p2.map 2>&1 || why "stackmap failed"
+	grep -q '\[0\] \(malloc\|calloc\|realloc\|free\|rec_alloc\|ringtrace__[a-z_]*\)+' p2.map &&
+		{ why "a stack starts in the tracer's frames"; show p2.map; }
+fi
+finish "record --mem --stacks: frees carry no stack unless RINGTRACE_MEM_FREE_STACKS=1; stacks start at the program"
+
 # ---- C++ ----------------------------------------------------------------------
 begin
 if have "$RT" "$MC"; then

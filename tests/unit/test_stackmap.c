@@ -80,6 +80,66 @@ static uint64_t ref_of(struct stackmap *m, uint32_t id)
 	return s.ref;
 }
 
+/* ---- hints -------------------------------------------------------------------- */
+
+/*
+ * stackmap_get_id_hint(): an unknown hint is filled by a lookup; a known
+ * one answers without it (STACKMAP_FROM_HINT), counted as a hit; a reset
+ * (another epoch) or another view of a map (another serial) voids it.
+ */
+static void test_hint(void **state)
+{
+	struct fixture *f = *state;
+	struct stackmap *m = &f->map;
+	uint64_t a[5] = { 0x401000, 0x402000, 0x403000, 0x404000, 0x405000 };
+	uint64_t b[5] = { 0x501000, 0x502000, 0x503000, 0x504000, 0x505000 };
+	struct stackmap_hint h = { 0, 0, 0 };
+	uint32_t id = 0, id2 = 0;
+
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, NULL, 0, &id), -EINVAL);
+	/* Unknown: looked up (inserted), the hint filled. */
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, &h, 0, &id), 1);
+	assert_int_equal(h.id, id);
+	assert_int_equal(h.serial, m->serial);
+	assert_int_equal(ref_of(m, id), 1);
+	/* Known: answered from the hint, and counted. */
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 1, &h, 1, &id2), STACKMAP_FROM_HINT);
+	assert_int_equal(id2, id);
+	assert_int_equal(ref_of(m, id), 2);
+	/* The plain lookup agrees with it. */
+	assert_int_equal(stackmap_get_id(m, a, 5, 0, &id2), 0);
+	assert_int_equal(id2, id);
+	assert_int_equal(ref_of(m, id), 3);
+
+	/* After a reset the hint's epoch is another: a real lookup, here of
+	 * another stack first, so that a stale id would be wrong. */
+	struct stackmap_hint old = h;
+	assert_int_equal(stackmap_reset(m, 0), 0);
+	assert_int_equal(stackmap_get_id(m, b, 5, 0, &id2), 1);
+	assert_int_equal(id2, 1);
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, &h, 1, &id2), 1);
+	assert_int_equal(id2, 2);
+	assert_int_not_equal(h.epoch, old.epoch);
+	assert_int_equal(h.id, 2);
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, &h, 1, &id2), STACKMAP_FROM_HINT);
+	assert_int_equal(id2, 2);
+
+	/* Another view of the same block: another serial, a real lookup. */
+	struct stackmap view;
+	assert_int_equal(stackmap_open(f->mem, f->size, &view), 0);
+	assert_int_not_equal(view.serial, m->serial);
+	struct stackmap_hint hv = h;
+	assert_int_equal(stackmap_get_id_hint(&view, a, 5, 0, &hv, 1, &id2), 0);
+	assert_int_equal(id2, 2);
+	assert_int_equal(hv.serial, view.serial);
+
+	/* A hint whose id is out of range is not trusted. */
+	struct stackmap_hint bad = h;
+	bad.id = m->max + 1;
+	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, &bad, 1, &id2), 0);
+	assert_int_equal(id2, 2);
+}
+
 /* ---- basics ------------------------------------------------------------------ */
 
 static void test_basics(void **state)
@@ -1354,6 +1414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_basics, setup, teardown),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test_setup_teardown(test_hint, setup, teardown),
 		cmocka_unit_test(test_hash_zero),
 		cmocka_unit_test(test_hash_distribution),
 		cmocka_unit_test_setup_teardown(test_exhaustion, setup, teardown),

@@ -807,6 +807,115 @@ static void test_forged_chain(void **state)
 	assert_int_equal(n, 3);
 }
 
+/* ---- rt_unwind_own(): own frames by frame pointers, notes ---------------- */
+
+/* One capture both ways from the same frame: skipping this function's
+ * frame by the tables (rt_unwind) and by its frame pointer (own 1). */
+__attribute__((noinline)) static int own_pair(uintptr_t *a, int *na, uintptr_t *b, struct rt_unwind_note *note)
+{
+	*na = rt_unwind(a, RT_UNWIND_MAX_DEPTH, 1, RT_UNWIND_TABLES);
+	int nb = rt_unwind_own(b, RT_UNWIND_MAX_DEPTH, 1, 1, RT_UNWIND_TABLES, note);
+	__asm__ volatile("" ::: "memory");
+	return nb;
+}
+
+/* Captures from two places: the same frames again and again, or others. */
+__attribute__((noinline)) static int note_site_a(uintptr_t *ips, struct rt_unwind_note *note)
+{
+	int n = rt_unwind_own(ips, RT_UNWIND_MAX_DEPTH, 0, 0, RT_UNWIND_TABLES, note);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+__attribute__((noinline)) static int note_site_b(uintptr_t *ips, struct rt_unwind_note *note)
+{
+	int n = note_site_a(ips, note);
+	__asm__ volatile("" ::: "memory");
+	return n + 0;
+}
+
+#define NOTE_TIMES 6
+
+/* TIMES captures from one place: got[i] is -1 (no note), 0 (a note, its
+ * words not ours) or 1 (the words written here before); the first note
+ * without words gets them. Returns whether they were written. */
+__attribute__((noinline)) static int note_loop(uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH], int *ns, int *got, int times)
+{
+	const uint32_t v[RT_UNWIND_NOTE_WORDS] = { 11, 22, 33 };
+	int written = 0;
+	for (int i = 0; i < times; i++) {
+		struct rt_unwind_note nt;
+		uint64_t w[RT_UNWIND_NOTE_WORDS];
+		ns[i] = note_site_a(ips[i], &nt);
+		got[i] = -1;
+		if (nt.cell)
+			got[i] = rt_unwind_note_get(&nt, w) && w[0] == 11 && w[1] == 22 && w[2] == 33;
+		if (got[i] == 0 && !written) {
+			rt_unwind_note_set(&nt, v);
+			written = 1;
+		}
+	}
+	__asm__ volatile("" ::: "memory");
+	return written;
+}
+
+static void test_own_and_note(void **state)
+{
+	(void)state;
+	uintptr_t a[RT_UNWIND_MAX_DEPTH], b[RT_UNWIND_MAX_DEPTH];
+	struct rt_unwind_note note;
+	int na = 0;
+	/* The frame passed by its frame pointer gives the same stack. */
+	for (int i = 0; i < 3; i++) {
+		int nb = own_pair(a, &na, b, &note);
+		assert_true(na > 2);
+		assert_int_equal(nb, na);
+		assert_memory_equal(a, b, (size_t)na * sizeof(a[0]));
+	}
+	/* own > skip, and a negative own, are refused. */
+	assert_int_equal(rt_unwind_own(a, 4, 1, 2, RT_UNWIND_TABLES, &note), -EINVAL);
+	assert_int_equal(rt_unwind_own(a, 4, 1, -1, RT_UNWIND_TABLES, &note), -EINVAL);
+
+	/* A note goes with the frames it was written for: captures repeated
+	 * from one place get one (by the second), whose words, void at
+	 * first, read back in the next captures; after captures elsewhere
+	 * replaced the memo, never words written for other frames. */
+	uintptr_t rips[2][NOTE_TIMES][RT_UNWIND_MAX_DEPTH];
+	int ns[2][NOTE_TIMES], got[2][NOTE_TIMES];
+	struct rt_unwind_note nb;
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(note_loop(rips[round], ns[round], got[round], NOTE_TIMES), 1);
+		if (round == 0) {
+			for (int i = 0; i < 3; i++)
+				assert_true(note_site_b(b, &nb) > 0);
+		}
+	}
+	for (int round = 0; round < 2; round++) {
+		int first_valid = -1, written = -1;
+		for (int i = 0; i < NOTE_TIMES; i++) {
+			/* (The rounds may be two call sites: unrolled.) */
+			assert_int_equal(ns[round][i], ns[round][0]);
+			assert_memory_equal(rips[round][i], rips[round][0], (size_t)ns[round][0] * sizeof(uintptr_t));
+			if (got[round][i] == 0 && written < 0)
+				written = i;
+			if (got[round][i] == 1 && first_valid < 0)
+				first_valid = i;
+		}
+		/* Written at `written`, read back right after. */
+		assert_true(written >= 0 && written <= 2);
+		assert_int_equal(first_valid, written + 1);
+		for (int i = first_valid; i < NOTE_TIMES; i++)
+			assert_int_equal(got[round][i], 1);
+	}
+
+	/* Other methods hand out no note. */
+	assert_true(rt_unwind_own(a, 8, 0, 0, RT_UNWIND_FP, &nb) > 0);
+	assert_null(nb.cell);
+	struct rt_unwind_stats st;
+	assert_int_equal(rt_unwind_get_stats(&st), 0);
+	assert_int_equal(st.mismatches, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -814,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_chain_fp),
 		cmocka_unit_test(test_chain_libunwind),
 		cmocka_unit_test(test_chain_tables),
+		cmocka_unit_test(test_own_and_note),
 		cmocka_unit_test(test_depth_skip_fp),
 		cmocka_unit_test(test_depth_skip_libunwind),
 		cmocka_unit_test(test_depth_skip_tables),
