@@ -47,10 +47,12 @@
  *    is registered with _U_dyn_register() as a UNW_INFO_FORMAT_REMOTE_TABLE
  *    entry. libunwind consults that list before dl_iterate_phdr, without a
  *    lock, so addresses in those objects never reach the loader lock. The
- *    tables must outlive every unwind, so each registered object is made
- *    unloadable (dlopen RTLD_NOLOAD|RTLD_NODELETE): a no-op for objects
- *    loaded at start-up, which glibc never unloads; only objects dlopen'ed
- *    before rt_unwind_init() are kept past their dlclose. Remaining risk:
+ *    tables must outlive every unwind, so each registered object that may
+ *    have been dlopen'ed is made unloadable (dlopen RTLD_NOLOAD|
+ *    RTLD_NODELETE) and kept past its dlclose. Objects loaded at start-up
+ *    (startup.c tells them apart) are left alone: glibc never unloads
+ *    them, and that dlopen would run their pending constructors inside
+ *    ours (register_tables()). Remaining risk:
  *    addresses in objects dlopen'ed after init, or without an FDE, take
  *    libunwind's dl_iterate_phdr path, once per thread and address (the
  *    result is cached, also when negative).
