@@ -10,6 +10,8 @@
 int preinit_lib_check(void);
 
 static void *prog_blocks[3];
+/* Volatile: a compiler may drop a malloc/free pair it sees whole. */
+static void *volatile main_block;
 
 __attribute__((constructor)) static void preinit_prog_init(void)
 {
@@ -19,10 +21,10 @@ __attribute__((constructor)) static void preinit_prog_init(void)
 
 int main(void)
 {
-	void *p = malloc(77);
-	if (!p || !prog_blocks[2] || !preinit_lib_check())
+	main_block = malloc(77);
+	if (!main_block || !prog_blocks[2] || !preinit_lib_check())
 		return 1;
-	free(p);
+	free(main_block);
 	puts("preinit ok");
 	return 0;
 }
