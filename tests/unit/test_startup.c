@@ -5,7 +5,9 @@
  * is in it, and an object dlopen'ed after is not (were it taken for a
  * start-up object, its tables would outlive its dlclose); on made-up
  * lists: preloads, aliases that cannot be resolved (the prefix stops
- * before them), a list not led by the program, an incomplete list.
+ * before them), a list not led by the program, an incomplete list. And
+ * the protection kept: an object dlopen'ed before rt_unwind_init() stays
+ * loaded after its dlclose.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -21,6 +23,7 @@
 #include <cmocka.h>
 
 #include "unwind/startup.h"
+#include "unwind/unwind.h"
 
 static int add_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -189,11 +192,36 @@ static void test_made_up(void **state)
 	assert_int_equal(rt_objlist_startup(&f.l), 1);
 }
 
+/* Runs after test_this_process (which leaves the plugin unloaded), and
+ * is this process's first rt_unwind_init(). */
+static void test_pinned(void **state)
+{
+	(void)state;
+	char plugin[PATH_MAX + 32];
+	plugin_path(plugin, sizeof(plugin));
+	assert_null(dlopen(plugin, RTLD_LAZY | RTLD_NOLOAD));
+	void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	if (rt_unwind_init() != 0) {
+		dlclose(h);
+		skip();          /* no libunwind: no tables registered */
+	}
+	struct rt_unwind_info info;
+	assert_int_equal(rt_unwind_get_info(&info), 0);
+	assert_true(info.tables > 2);
+	dlclose(h);
+	/* Its unwind table is registered: it must still be there. */
+	void *again = dlopen(plugin, RTLD_LAZY | RTLD_NOLOAD);
+	assert_non_null(again);
+	dlclose(again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_this_process),
 		cmocka_unit_test(test_made_up),
+		cmocka_unit_test(test_pinned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
