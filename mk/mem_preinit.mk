@@ -21,3 +21,17 @@ $(PI_DIR)/preinit_prog: tests/e2e/mem_progs/preinit_prog.c $(PI_DIR)/libpreinit.
 .PHONY: mem-preinit-progs
 mem-preinit-progs: $(PI_DIR)/preinit_prog
 tests-build: mem-preinit-progs
+
+# Two libraries with events, one declared with a stack, and a program
+# linked with both: built as the tests' tracepoint programs are (the test
+# flags, linked to libringtrace).
+$(PI_DIR)/libpreinit_tp_%.so: tests/e2e/mem_progs/preinit_tp_%.c $(LIBSO) include/ringtrace/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -o $@ $< $(LDFLAGS) $(APP_LINK)
+
+$(PI_DIR)/preinit_tp: tests/e2e/mem_progs/preinit_tp.c $(PI_DIR)/libpreinit_tp_plain.so $(PI_DIR)/libpreinit_tp_stack.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(PI_DIR) -lpreinit_tp_plain -lpreinit_tp_stack \
+		-Wl,-rpath,'$$ORIGIN' $(APP_LINK)
+
+mem-preinit-progs: $(PI_DIR)/preinit_tp

@@ -5,7 +5,11 @@
 # `record --mem --stacks` and `ringtrace mem` (stacks by default) as under
 # `record --mem`. Registering the unwind tables used to pin every loaded
 # object with dlopen, which ran those constructors inside libringtrace's
-# own, where their allocations were taken for the tracer's.
+# own, where their allocations were taken for the tracer's. And a plain
+# `record` of a program whose library declaring an event with a stack is
+# initialised before another library with events: the first
+# registration sets up stack capture under the registry's lock, and
+# running the second constructor there deadlocked.
 #
 #   tests/e2e/mem_preinit.sh [BUILD_DIR]
 set -u
@@ -99,6 +103,19 @@ if have "$RT" "$MEMLIB"; then
 	eq "ls with stacks" "$(cat ls_stacks.tot 2>/dev/null)" "$(cat ls_plain.tot 2>/dev/null)"
 fi
 finish "record --mem --stacks -- ls: as many allocations, frees and reallocs as without stacks"
+
+begin
+TP=$PB/tests/mem/preinit_tp
+if have "$RT" "$TP"; then
+	timeout $TO "$RT" record -q -o tp -- "$TP" >tp.out 2>tp.err
+	eq "status" "$?" 0
+	eq "output" "$(cat tp.out)" "tp ok"
+	"$RT" dump tp >tp.dump 2>&1
+	eq "the event with a stack" "$(grep -c 'pre_stk:ev: n=1 stack_id=[0-9]' tp.dump)" 1
+	eq "with a stack id" "$(grep -c 'stack_id=4294967295' tp.dump)" 0
+	eq "the other library's event" "$(grep -c 'pre_plain:ev: n=2' tp.dump)" 1
+fi
+finish "record: a library whose event has a stack set up before another library's constructor ran (no deadlock)"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
