@@ -170,7 +170,7 @@ if [ -x tests/e2e/mem_exec.sh ]; then
 	suite "a program behind wrappers, allocations before the tracer's constructors (gcc build)" tests/e2e/mem_exec.sh build
 fi
 if [ -x tests/e2e/mem_preinit.sh ]; then
-	suite "allocations of constructors run after libringtrace's, with stacks (gcc build)" tests/e2e/mem_preinit.sh build
+	suite "constructors run after libringtrace's: their allocations with stacks, no deadlock setting up stacks (gcc build)" tests/e2e/mem_preinit.sh build
 fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
