@@ -169,6 +169,9 @@ fi
 if [ -x tests/e2e/mem_exec.sh ]; then
 	suite "a program behind wrappers, allocations before the tracer's constructors (gcc build)" tests/e2e/mem_exec.sh build
 fi
+if [ -x tests/e2e/mem_preinit.sh ]; then
+	suite "constructors run after libringtrace's: their allocations with stacks, no deadlock setting up stacks (gcc build)" tests/e2e/mem_preinit.sh build
+fi
 if [ -x tests/e2e/follow.sh ]; then
 	suite "following forked and executed children (gcc build)" tests/e2e/follow.sh build
 fi

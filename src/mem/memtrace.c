@@ -187,10 +187,11 @@ static inline struct memagg_header *agg(void)
  * Allocations made before tracing is on: those of ld.so and of the
  * constructors of the libraries initialised before our events are
  * registered (a constructor of this object) and before libringtrace has
- * attached the recorder's buffers (its constructor; and with stacks, its
- * dlopen of libunwind runs every constructor still pending, the
- * program's libraries' too, inside its own). They are kept in a static
- * array, in order, and written when tracing turns out to be on
+ * attached the recorder's buffers (its constructor; with stacks, its
+ * dlopen of libunwind and its pinning of objects it cannot prove ld.so
+ * loaded at start-up, src/unwind/startup.c, may run pending constructors
+ * inside its own). They are kept in a static array, in order, and
+ * written when tracing turns out to be on
  * (early_end()): every event goes there until then, so none written
  * directly comes before an earlier one kept. They carry their call site,
  * size and usable size as they were; their time and stack are those of
@@ -1365,7 +1366,8 @@ static void early_end(int write)
  * constructors run in order). Tracing on: what was kept is written now.
  * Off, and libringtrace's start-up over (it is not running on this
  * thread): nothing will record it. Off inside libringtrace's start-up
- * (its dlopen of libunwind runs us): the first event once it is on
+ * (its set-up of stack capture ran us, the comment above says when):
+ * the first event once it is on
  * writes them (early_keep()), or our destructor.
  */
 __attribute__((constructor)) static void early_ctor(void)

@@ -47,10 +47,12 @@
  *    is registered with _U_dyn_register() as a UNW_INFO_FORMAT_REMOTE_TABLE
  *    entry. libunwind consults that list before dl_iterate_phdr, without a
  *    lock, so addresses in those objects never reach the loader lock. The
- *    tables must outlive every unwind, so each registered object is made
- *    unloadable (dlopen RTLD_NOLOAD|RTLD_NODELETE): a no-op for objects
- *    loaded at start-up, which glibc never unloads; only objects dlopen'ed
- *    before rt_unwind_init() are kept past their dlclose. Remaining risk:
+ *    tables must outlive every unwind, so each registered object that may
+ *    have been dlopen'ed is made unloadable (dlopen RTLD_NOLOAD|
+ *    RTLD_NODELETE) and kept past its dlclose. Objects loaded at start-up
+ *    (startup.c tells them apart) are left alone: glibc never unloads
+ *    them, and that dlopen would run their pending constructors inside
+ *    ours (register_tables()). Remaining risk:
  *    addresses in objects dlopen'ed after init, or without an FDE, take
  *    libunwind's dl_iterate_phdr path, once per thread and address (the
  *    result is cached, also when negative).
@@ -104,6 +106,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "unwind/startup.h"
 #include "unwind/unwind.h"
 #include "unwind/unwind_int.h"
 
@@ -607,13 +610,10 @@ static int eh_hdr_table(const uint8_t *hdr, size_t len, unw_dyn_info_t *di)
 
 struct table_scan {
 	unw_dyn_info_t *di;          /* NULL in the counting pass */
-	char *names;                 /* copies of dlpi_name, NUL-separated */
-	size_t names_size;
-	size_t names_used;
 	int n;
 	int max;
-	size_t name_bytes;           /* counting pass: bytes the names need */
-	int *name_off;               /* per entry: offset in names, -1 for main/vdso */
+	int *obj;                    /* per entry: its object in objs, -1 for the vDSO */
+	struct rt_objlist objs;      /* every object, names copied (startup.h) */
 };
 
 /*
@@ -624,20 +624,19 @@ static int table_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct table_scan *s = arg;
+	int o = rt_objlist_add(&s->objs, info);
 	const uint8_t *hdr;
 	size_t hdr_len;
 	uintptr_t lo, hi;
 	rt_object_span(info, &hdr, &hdr_len, &lo, &hi);
 	if (!hdr || lo >= hi)
 		return 0;
-	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	int pinned = name[0] != '\0' && info->dlpi_addr != getauxval(AT_SYSINFO_EHDR);
-	size_t nlen = strlen(name) + 1;
 	if (!s->di) {
 		s->n++;
-		s->name_bytes += nlen;
 		return 0;
 	}
+	if (o < 0)
+		return 0;                /* an object loaded between the passes */
 	if (s->n >= s->max)
 		return 1;
 	unw_dyn_info_t *di = &s->di[s->n];
@@ -646,14 +645,7 @@ static int table_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	di->start_ip = lo;
 	di->end_ip = hi;
-	s->name_off[s->n] = -1;
-	if (pinned) {
-		if (s->names_used + nlen > s->names_size)
-			return 0;                /* an object loaded between the passes */
-		memcpy(s->names + s->names_used, name, nlen);
-		s->name_off[s->n] = (int)s->names_used;
-		s->names_used += nlen;
-	}
+	s->obj[s->n] = info->dlpi_addr != getauxval(AT_SYSINFO_EHDR) ? o : -1;
 	s->n++;
 	return 0;
 }
@@ -683,8 +675,15 @@ void rt_object_span(const struct dl_phdr_info *info, const uint8_t **ret_hdr, si
 	*ret_hi = hi;
 }
 
-/* Register the unwind tables of the loaded objects (see the file comment,
- * point 1). Returns how many were registered. */
+/*
+ * Register the unwind tables of the loaded objects (see the file comment,
+ * point 1). Returns how many were registered. Only the objects that may
+ * have been dlopen'ed are pinned: those ld.so loaded at start-up are
+ * never unloaded, and pinning one that was never dlopen'ed runs its
+ * pending constructors (and its dependencies') inside this call, which is
+ * inside libringtrace's constructor when a recording with stacks starts
+ * (startup.c).
+ */
 static int register_tables(void (*reg)(unw_dyn_info_t *))
 {
 	struct table_scan s = { 0 };
@@ -694,19 +693,24 @@ static int register_tables(void (*reg)(unw_dyn_info_t *))
 	if (max > RT_UNWIND_MAX_TABLES)
 		max = RT_UNWIND_MAX_TABLES;
 	unw_dyn_info_t *tmp = calloc((size_t)max, sizeof(*tmp));
-	int *off = calloc((size_t)max, sizeof(*off));
-	s.names_size = s.name_bytes + 4096;
-	s.names = malloc(s.names_size);
+	int *obj = calloc((size_t)max, sizeof(*obj));
+	s.objs.max = s.objs.n + 16;
+	s.objs.obj = calloc((size_t)s.objs.max, sizeof(*s.objs.obj));
+	s.objs.text_size += 4096;
+	s.objs.text = malloc(s.objs.text_size);
 	int done = 0;
-	if (tmp && off && s.names) {
+	if (tmp && obj && s.objs.obj && s.objs.text) {
 		s.di = tmp;
-		s.name_off = off;
+		s.obj = obj;
 		s.max = max;
 		s.n = 0;
+		s.objs.n = 0;
 		dl_iterate_phdr(table_cb, &s);
+		int startup = rt_objlist_startup(&s.objs);
 		for (int i = 0; i < s.n && done < RT_UNWIND_MAX_TABLES; i++) {
-			if (off[i] >= 0) {
-				void *h = dlopen(s.names + off[i], RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+			const char *name = obj[i] >= 0 ? rt_objlist_name(&s.objs, obj[i]) : "";
+			if (obj[i] >= startup && name[0] != '\0') {
+				void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 				if (!h)
 					continue;    /* unloaded since the scan */
 				dlclose(h);          /* the object stays: NODELETE */
@@ -717,8 +721,9 @@ static int register_tables(void (*reg)(unw_dyn_info_t *))
 		}
 	}
 	free(tmp);
-	free(off);
-	free(s.names);
+	free(obj);
+	free(s.objs.obj);
+	free(s.objs.text);
 	return done;
 }
 
