@@ -812,9 +812,11 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	 * frame it should lie above, falls back.
 	 */
 	const uintptr_t fp_lo = s->fp_lo, fp_span = s->fp_hi - s->fp_lo;
-	int passed = 0;
-	while (own > 0 || ip - fp_lo < fp_span) {
-		if (__builtin_expect(bp < sp || bp > hi - 16 || (bp & 7), 0)) {
+	int hops = 0;
+	while (hops < own || ip - fp_lo < fp_span) {
+		/* The frame (saved rbp, return address) inside the stack,
+		 * at or above the last frame's CFA. */
+		if (__builtin_expect(bp < sp || bp > hi - 16, 0)) {
 			cause = FT_FB_STACK;
 			goto out;
 		}
@@ -822,15 +824,15 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		ip = f[1];
 		sp = bp + 16;
 		bp = f[0];
-		own--;
-		if (skip > 0)
-			skip--;
-		else
-			passed++;
+		hops++;
 		if (__builtin_expect(ip < 0x4000, 0))
 			break;
 	}
-	*ret_passed = passed;
+	{
+		int sk = hops < skip ? hops : skip;
+		skip -= sk;
+		*ret_passed = hops - sk;
+	}
 	if (__builtin_expect(ip < 0x4000, 0))
 		goto out;
 	/* The memo: read the last full walk, record this one (a handler
