@@ -24,8 +24,9 @@ tests-build: mem-preinit-progs
 
 # Two libraries with events, one declared with a stack, and a program
 # linked with both: built as the tests' tracepoint programs are (the test
-# flags, linked to libringtrace).
-$(PI_DIR)/libpreinit_tp_%.so: tests/e2e/mem_progs/preinit_tp_%.c $(LIBSO) include/ringtrace/*.h
+# flags, linked to libringtrace; the library by name: this file is read
+# before the Makefile sets LIBSO).
+$(PI_DIR)/libpreinit_tp_%.so: tests/e2e/mem_progs/preinit_tp_%.c $(O)/lib/libringtrace.so include/ringtrace/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -o $@ $< $(LDFLAGS) $(APP_LINK)
 
