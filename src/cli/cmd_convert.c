@@ -885,15 +885,19 @@ static int folded_event(struct folded *fo, const struct rd_item *it)
 		if (!w)
 			return 0;
 	}
-	fo->events++;
 	uint32_t id = (uint32_t)fval(it->fields, p->stack_id);
+	const struct rd_value *seq =
+		it->fields && p->stack >= 0 && (uint32_t)p->stack < it->fields->sub.n ? &it->fields->sub.v[p->stack] : NULL;
+	/* "No stack" (id none, depth 0: a free of the allocation tracer):
+	 * not a sample, not an unknown one. */
+	if (id == STACK_NONE && (!seq || seq->type == NULL || seq->type->kind != RD_SEQ || !seq->sub.n))
+		return 0;
+	fo->events++;
 	long i = id != STACK_NONE ? stack_index(&fo->sf, id) : -1;
 	if (i >= 0) {
 		fo->count[i] += w;
 		return 0;
 	}
-	const struct rd_value *seq =
-		it->fields && p->stack >= 0 && (uint32_t)p->stack < it->fields->sub.n ? &it->fields->sub.v[p->stack] : NULL;
 	if (id == STACK_NONE && seq && seq->type && seq->type->kind == RD_SEQ && seq->sub.n)
 		return add_inline(fo, seq, w);
 	fo->unknown += w;

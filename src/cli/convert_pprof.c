@@ -174,6 +174,8 @@ static long event_stack(struct conv *c, const struct plan *p, const struct rd_va
 			if (seq && seq->type && seq->type->kind == RD_SEQ)
 				for (; n < seq->sub.n && n < STACKMAP_MAX_DEPTH; n++)
 					ips[n] = seq->sub.v[n].u;
+			if (n == 0)
+				return -1;   /* "no stack" (a free of the allocation tracer) */
 			return stack_intern(c, ips, n);
 		}
 		uint64_t *v = u64map_get(&c->st_by_id, (uint64_t)id + 1);

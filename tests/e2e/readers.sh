@@ -40,7 +40,8 @@ begin
 if have "$RT" "$DEMO"; then
 	run plain.rec "$RT" record -o plain -- "$DEMO"
 	eq "record status" "$RC" 0
-	[ -f plain/stream_0 ] || why "no plain/stream_0"
+	# The demo's events land on the CPUs it ran on: any stream file.
+	ls plain/stream_[0-9]* >/dev/null 2>&1 || why "no stream file in plain/"
 fi
 finish "a plain trace of the demo"
 
@@ -119,7 +120,8 @@ finish "a FIFO as metadata: every reader fails at once with one line"
 
 begin
 rm -rf cut
-cp -r plain cut && truncate -s 50000 cut/stream_0
+# The biggest stream (the CPU the demo ran on most).
+cp -r plain cut && truncate -s 50000 "cut/$(cd cut && ls -S stream_[0-9]* | head -1)"
 run cut.rep "$RT" report cut
 eq "report status" "$RC" 1
 if grep -q "runtime error\|ERROR: AddressSanitizer" cut.rep.err; then
