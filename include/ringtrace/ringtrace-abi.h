@@ -596,7 +596,10 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
-	if (RINGTRACE__LIKELY(rb->fast_any && !__atomic_load_n(&d->flags, __ATOMIC_RELAXED) && tid != 0 &&
+	/* fast_any is 0 in a region with stacks: "no stack" matters only
+	 * there, and does not keep an event off this path. */
+	if (RINGTRACE__LIKELY(rb->fast_any &&
+			      !(__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_NO_STACK) && tid != 0 &&
 			      id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
 		int32_t cpu = ringtrace__rseq_cpu();
 		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
