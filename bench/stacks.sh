@@ -352,8 +352,18 @@ loop() {
 }
 LOPT=(--iters "$ITERS" --depth 16 --cpu 0)
 loop untraced "$PROG" loop plain "${LOPT[@]}" --label stacks_loop_untraced
-loop record "${PIN[@]}" "$RT" record --mode overwrite -o "$TMP/l1" -- \
+loop record env RINGTRACE_UNWIND_STATS="$TMP/uw.loop" "${PIN[@]}" "$RT" record --mode overwrite -o "$TMP/l1" -- \
 	"$PROG" loop plain,stack "${LOPT[@]}" --label stacks_loop_nostack,stacks_loop_stack
+# The capture's counters in that run (written by the program at exit).
+if [ -s "$TMP/uw.loop" ]; then
+	tail -n 1 "$TMP/uw.loop" | awk '{
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "info stacks_loop_unwind captures %d, %.2f%% answered by the tables, %.1f%% of frames from the memo, %.1f%% of captures the memo whole (stack id from its note)\n",
+			v["captures"], v["captures"] ? 100 * v["fast"] / v["captures"] : 0,
+			v["frames"] ? 100 * v["memo_frames"] / v["frames"] : 0,
+			v["captures"] ? 100 * v["noted"] / v["captures"] : 0
+	}' | out
+fi
 loop stacks "${PIN[@]}" "$RT" record --mode overwrite --stacks -o "$TMP/l2" -- \
 	"$PROG" loop plain "${LOPT[@]}" --label stacks_loop_allstacks
 # The depth the loops' events were captured at, from the map of each trace.
