@@ -722,6 +722,28 @@ RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t
 	return to;
 }
 
+/* n words from the memo to ips, two at a time: a call to memmove for a
+ * stack's hundred bytes cost more than the copy (11% of a capture's
+ * samples at 16 frames). */
+typedef uintptr_t ft_v2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
+
+static inline void copy_words(uintptr_t *restrict to, const uintptr_t *restrict from, uint32_t n)
+{
+	uint32_t k = 0;
+	for (; k + 2 <= n; k += 2) {
+		ft_v2 v;
+		__builtin_memcpy(&v, from + k, sizeof(v));
+#if defined(__x86_64__)
+		/* Through a register: the compiler would make the loop a
+		 * call to memmove again. */
+		__asm__("" : "+x"(v));
+#endif
+		__builtin_memcpy(to + k, &v, sizeof(v));
+	}
+	if (k < n)
+		to[k] = from[k];
+}
+
 /* Stands for a word a step did not read (address 0 in the memo). */
 static const uintptr_t no_word;
 
@@ -892,7 +914,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					}
 					uint32_t ok = memo_check(old, mp, to, lo, hi);
 					if (ok == to && (need <= avail || old->complete)) {
-						memcpy(ips + n, &old->ip[mp + 1], take * sizeof(ips[0]));
+						copy_words(ips + n, &old->ip[mp + 1], take);
 						n += (int)take;
 						memo_frames += take;
 						/* Its frames are this walk's when it agreed
