@@ -404,11 +404,65 @@ static __attribute__((noinline)) void untracked(void *p)
 	in_hook = was;
 }
 
+/*
+ * The usable size of a block the allocator has just returned, for the
+ * exact rows (every allocation of a sampled aggregate). glibc's
+ * malloc_usable_size() checks that the block is in use by loading the
+ * next chunk's header, which is a cache miss at most calls (on cc1 more
+ * than the rest of the counting, perf cpu-clock); a block just returned is
+ * in use, and its own header, which malloc has just read or written, says
+ * its size: the chunk's size (the low 3 bits are flags) less the 8 bytes
+ * of its header, as glibc's musable() computes it for a chunk of the heap.
+ * A chunk of its own mapping (IS_MMAPPED, bit 1; a system call made it
+ * anyway) gets malloc_usable_size(). Used only when malloc and
+ * malloc_usable_size are glibc's own (the same libc.so object,
+ * usable_probe(), which allocates nothing: the program's heap stays as it
+ * would be), and checked against malloc_usable_size() on the first
+ * USABLE_CHECKS blocks: a difference turns it off for good.
+ */
+#define USABLE_CHECKS 256
+static int usable_hdr;
+static int usable_checks = USABLE_CHECKS;
+
+static __attribute__((noinline)) size_t usable_check(void *p, size_t got)
+{
+	size_t want = usable_of(p);
+	if (want != got)
+		__atomic_store_n(&usable_hdr, 0, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_sub(&usable_checks, 1, __ATOMIC_RELAXED);
+	return want;
+}
+
+static inline size_t new_usable(void *p)
+{
+	if (!__atomic_load_n(&usable_hdr, __ATOMIC_RELAXED) || !p)
+		return usable_of(p);
+	size_t h = ((const size_t *)p)[-1];
+	if (__builtin_expect(h & 2, 0))
+		return usable_of(p);
+	size_t u = (h & ~(size_t)7) - sizeof(size_t);
+	/* Relaxed: a few more checks than USABLE_CHECKS when threads race. */
+	if (__builtin_expect(__atomic_load_n(&usable_checks, __ATOMIC_RELAXED) > 0, 0))
+		return usable_check(p, u);
+	return u;
+}
+
+static void usable_probe(void)
+{
+	Dl_info a, b;
+	if (!real.malloc || !real.usable || !dladdr((void *)real.malloc, &a) || !dladdr((void *)real.usable, &b) ||
+	    !a.dli_fname || a.dli_fbase != b.dli_fbase)
+		return;
+	const char *base = strrchr(a.dli_fname, '/');
+	usable_hdr = !strncmp(base ? base + 1 : a.dli_fname, "libc.so", 7);
+}
+
 /* Aggregate mode, a block not sampled: its exact count only. */
 static __attribute__((noinline)) void agg_count(unsigned fam, void *p, size_t size, void *site)
 {
 	in_hook = 1;
-	memagg_count(fam, p, size, usable_of(p), (uint64_t)(uintptr_t)site);
+	memagg_count(fam, p, size, new_usable(p), (uint64_t)(uintptr_t)site);
 	in_hook = 0;
 }
 
@@ -701,6 +755,8 @@ static void sample_setup(void)
 	memsample_init();
 	if (memsample_mode != MEMSAMPLE_OFF)
 		pthread_atfork(NULL, NULL, sample_child);
+	if (memsample_mode == MEMSAMPLE_ON && ready())
+		usable_probe();
 	in_hook = was;
 }
 

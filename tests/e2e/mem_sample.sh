@@ -208,6 +208,37 @@ if have "$MS"; then
 fi
 finish "sampling in aggregate mode: exact counts per call site, estimates within 15% in their rows, with stacks and threads"
 
+# The exact rows against the full counters of the same program: per call
+# site the same allocations, bytes requested and bytes usable (the
+# allocator's figure, which the sampled mode reads from the block's own
+# header when the allocator is glibc's), every C family, a signal
+# handler's allocations; more call sites than a thread's 8 ways.
+begin
+MP=$PB/tests/e2e/memprog
+if have "$MP"; then
+	exact_rows() {
+		python3 -c '
+import json, sys
+for r in sorted(json.load(open(sys.argv[1]))["rows"], key=lambda r: r["name"]):
+    if not r.get("estimate"):
+        n = r["name"][:-8] if r["name"].endswith(" (exact)") else r["name"]
+        print(n, r["allocations"], r["bytes_requested"], r["bytes_allocated"], r["families"])' "$1"
+	}
+	timeout 120 "$RT" record --mem --aggregate -o xf -- "$MP" pattern >xf.out 2>&1
+	RINGTRACE_MEM_SAMPLE=512K timeout 120 "$RT" record --mem --aggregate -o xs -- "$MP" pattern >xs.out 2>&1
+	"$RT" report xf --top 0 --json >xf.json 2>/dev/null
+	"$RT" report xs --top 0 --json >xs.json 2>/dev/null
+	exact_rows xf.json >xf.rows
+	exact_rows xs.json >xs.rows
+	[ "$(wc -l <xf.rows)" -ge 10 ] || { why "few rows in the full counters"; show xf.out; }
+	grep -q '(exact)' xs.json || why "no exact rows in the sampled counters"
+	if ! cmp -s xf.rows xs.rows; then
+		why "exact rows differ from the full counters' rows:"
+		while IFS= read -r l; do why "$l"; done < <(diff xf.rows xs.rows | head -n 6)
+	fi
+fi
+finish "sampling in aggregate mode: the exact rows are the full counters' allocations, bytes requested and usable, per call site"
+
 # ---- every family through the sampled paths ------------------------------------------------
 # At a mean of 1 byte an allocation of s bytes is sampled with probability
 # 1 - exp(-s): every block of the known patterns of mem.sh (malloc, calloc,
