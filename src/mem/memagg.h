@@ -84,15 +84,14 @@ static inline unsigned memagg_way_of(uint64_t site)
 	return (unsigned)((site * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - MEMAGG_WAYS_BITS));
 }
 
-/* Every allocation of SIZE bytes (USABLE), NULL if it failed, exactly,
- * under its call site's row. */
-static inline void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
+/* A successful allocation of SIZE bytes (USABLE) counted in its site's
+ * way: 1, or 0 when the thread's way does not hold SITE (nothing done:
+ * memagg_count_slow's case). */
+static inline int memagg_count_way(unsigned fam, size_t size, size_t usable, uint64_t site)
 {
 	unsigned w = memagg_way_of(site);
-	if (__builtin_expect(memagg_way_site[w] != site || !ptr, 0)) {
-		memagg_count_slow(fam, ptr, size, usable, site);
-		return;
-	}
+	if (__builtin_expect(memagg_way_site[w] != site, 0))
+		return 0;
 	/* Relaxed loads and stores of the thread's own sums (plain moves):
 	 * readers in another process see whole values (memagg_fold). */
 	struct memagg_cache *c = &memagg_ways[w];
@@ -102,6 +101,15 @@ static inline void memagg_count(unsigned fam, void *ptr, size_t size, size_t usa
 	__atomic_store_n(&c->allocs, __atomic_load_n(&c->allocs, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->req, __atomic_load_n(&c->req, __ATOMIC_RELAXED) + size, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->usable, __atomic_load_n(&c->usable, __ATOMIC_RELAXED) + usable, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* Every allocation of SIZE bytes (USABLE), NULL if it failed, exactly,
+ * under its call site's row. */
+static inline void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
+{
+	if (__builtin_expect(!ptr || !memagg_count_way(fam, size, usable, site), 0))
+		memagg_count_slow(fam, ptr, size, usable, site);
 }
 
 #endif /* RINGTRACE_MEM_MEMAGG_H */
