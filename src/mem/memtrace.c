@@ -502,7 +502,7 @@ static __attribute__((noinline)) void sampled_alloc(unsigned fam, void *p, size_
 	announce();
 	if (agg()) {
 		in_hook = 1;
-		size_t u = usable_of(p);
+		size_t u = new_usable(p);
 		memagg_count(fam, p, size, u, (uint64_t)(uintptr_t)site);
 		if (p) {
 			/* The estimate row's counters first: a free racing in
@@ -614,7 +614,7 @@ static __attribute__((noinline)) void sampled_realloc_post(unsigned fam, void *o
 		announce();
 	if (agg()) {
 		in_hook = 1;
-		size_t u = usable_of(p);
+		size_t u = new_usable(p);
 		if (p)
 			memagg_count(fam, p, size, u, (uint64_t)(uintptr_t)site);
 		if (o->had)
