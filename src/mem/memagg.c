@@ -617,6 +617,11 @@ int memagg_own(uint32_t bits, uint32_t by_stack)
 	live = NULL;
 	my_cache = -1;
 	ways_reset();
+	/* Under sampling, the sampled blocks inherited carry the parent's
+	 * rows: their frees here would subtract from ours (the child's
+	 * estimate of its heap went below zero). The parent's blocks are
+	 * not the child's allocations: forgotten, as its live blocks. */
+	memsample_forget_all();
 	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
 	int old = agg_fd;
 	k = attach_fd(fd);

@@ -272,6 +272,18 @@ int memsample_take(uintptr_t p, uint64_t *ret_info)
 	return 0;
 }
 
+void memsample_forget_all(void)
+{
+	if (!set)
+		return;
+	/* Fresh zero pages in place of the inherited ones. */
+	void *t = mmap(set, (set_mask + 1) * sizeof(struct sblk), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	if (t == MAP_FAILED)
+		memset(set, 0, (set_mask + 1) * sizeof(struct sblk));
+	memset(memsample_filter, 0, sizeof(memsample_filter));
+}
+
 /* ---- configuration ---------------------------------------------------------------- */
 
 /* BYTES[k|K|m|M|g|G] (binary multiples), 1 .. 2^40: 0, or EINVAL/ERANGE. */

@@ -79,6 +79,11 @@ int memsample_insert(uintptr_t p, uint64_t info);
 /* Forget P: 1 and its info if it was a sampled block alive, else 0. */
 int memsample_take(uintptr_t p, uint64_t *ret_info);
 
+/* Forget every sampled block (a forked child that counts into a block
+ * of its own: the infos it inherited name the parent's rows). Only while
+ * one thread runs. */
+void memsample_forget_all(void);
+
 /* The weight of a sample of SIZE bytes: 1 / (1 - exp(-SIZE / mean)), the
  * number of allocations of that size it stands for (MEMSAMPLE_ON). */
 double memsample_weight(uint64_t size);

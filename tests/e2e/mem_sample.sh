@@ -239,6 +239,30 @@ for r in sorted(json.load(open(sys.argv[1]))["rows"], key=lambda r: r["name"]):
 fi
 finish "sampling in aggregate mode: the exact rows are the full counters' allocations, bytes requested and usable, per call site"
 
+# A followed fork under --aggregate: the child counts into a block of its
+# own, and the parent's sampled blocks it frees (half of the kept ones)
+# are not its own: its estimate of its heap is that of its churn (all
+# freed), never below zero (they were subtracted from it, with rows of the
+# parent's block: a heap of -9 MB, wrapped).
+begin
+if have "$MS"; then
+	RINGTRACE_MEM_SAMPLE=262144 RINGTRACE_MEM_SAMPLE_SEED=1 \
+		timeout 120 "$RT" record --mem --aggregate --follow-fork -o af -- "$MS" fork >af.out 2>af.err
+	eq "status traced" "$?" 0
+	cb=$(ls -d af/children/*/mem/aggregate.bin 2>/dev/null | head -1)
+	if [ -z "$cb" ]; then
+		why "no counters of the child"; show af.err
+	else
+		python3 "$EST" agg "$cb" af.out >af.cest 2>af.perr || show af.perr
+		near "child's churn (estimate row)" "$(val af.cest churn_alloc_bytes)" 50000000 20
+		eq "child's heap alive (estimate), unknown frees" "$(val af.cest heap_live_est) $(val af.cest unknown_frees)" "0 0"
+		"$RT" report "$(dirname "$(dirname "$cb")")" >af.rep 2>&1
+		peak=$(sed -n 's/^  peak heap *\([0-9]*\) bytes requested.*/\1/p' af.rep)
+		[ -n "$peak" ] && [ "${#peak}" -le 12 ] || { why "child's peak heap: '$peak'"; show af.rep 8; }
+	fi
+fi
+finish "sampling in aggregate mode, a followed fork: the child's counters leave the parent's sampled blocks out"
+
 # ---- every family through the sampled paths ------------------------------------------------
 # At a mean of 1 byte an allocation of s bytes is sampled with probability
 # 1 - exp(-s): every block of the known patterns of mem.sh (malloc, calloc,
