@@ -33,8 +33,11 @@
 # recorder's and heaptrack's own processes included: on a machine shared
 # with other work it moves less than the wall time. For pairs, the
 # program's own ns per call (its timed loop, one thread's calls). One
-# untimed warm-up per workload. Output: `result mem_sample_WL_TOOL
-# MEDIAN_S ratio=R min=A max=B cpu=C cpu_ratio=R ns_call=N events=E`
+# untimed warm-up per workload. The ratio of the fastest runs (min x) is
+# printed beside the medians': on a machine shared with other work, the
+# other work only ever adds time, and with 2 CPUs a two-thread workload's
+# median can double. Output: `result mem_sample_WL_TOOL
+# MEDIAN_S ratio=R min=A max=B min_ratio=M cpu=C cpu_ratio=R ns_call=N events=E`
 # lines, then a table.
 set -u
 export LC_ALL=C
@@ -178,22 +181,24 @@ END {
 	for (i = 1; i <= nw; i++) {
 		u = W[i] SUBSEP "untraced"
 		uw = (u in wall) ? med(wall[u]) : 0
+		umin = (u in wall) ? lo : 0
 		uc = (u in cpu) ? med(cpu[u]) : 0
 		for (j = 1; j <= nt; j++) {
 			k = W[i] SUBSEP T[j]
 			if (!(k in wall)) continue
 			w = med(wall[k]); wlo = lo; whi = hi
 			r = uw > 0 ? w / uw : 0
+			rmin = umin > 0 ? wlo / umin : 0
 			c = (k in cpu) ? med(cpu[k]) : 0
 			cr = uc > 0 ? c / uc : 0
 			n = (k in ns) ? med(ns[k]) : "-"
-			printf "result mem_sample_%s_%s %.3f ratio=%.3f min=%.2f max=%.2f cpu=%.2f cpu_ratio=%.3f ns_call=%s events=%s\n", W[i], T[j], w, r, wlo, whi, c, cr, n, (k in ev) ? ev[k] : "-"
+			printf "result mem_sample_%s_%s %.3f ratio=%.3f min=%.2f max=%.2f min_ratio=%.3f cpu=%.2f cpu_ratio=%.3f ns_call=%s events=%s\n", W[i], T[j], w, r, wlo, whi, rmin, c, cr, n, (k in ev) ? ev[k] : "-"
 			t = ((W[i], T[j]) in lim) ? sprintf("<= %.2fx %s", lim[W[i], T[j]], r <= lim[W[i], T[j]] ? "met" : "NOT MET") : ""
-			row[++nr] = sprintf("  %-7s %-30s %8.2f  [%.2f-%.2f]  %6.3fx  %6.2f  %6.3fx  %7s  %-15s %s", W[i], name[T[j]], w, wlo, whi, r, c, cr, n, t, (k in ev) ? ev[k] : "")
+			row[++nr] = sprintf("  %-7s %-30s %8.2f  [%.2f-%.2f]  %6.3fx  %6.3fx  %6.2f  %6.3fx  %7s  %-15s %s", W[i], name[T[j]], w, wlo, whi, r, rmin, c, cr, n, t, (k in ev) ? ev[k] : "")
 		}
 	}
 	print ""
-	printf "  %-7s %-30s %8s  %-11s  %7s  %6s  %7s  %7s  %-15s %s\n", "wl", "tool", "wall s", "[min-max]", "x untr.", "cpu s", "x untr.", "ns/call", "target (wall)", "events"
+	printf "  %-7s %-30s %8s  %-11s  %7s  %7s  %6s  %7s  %7s  %-15s %s\n", "wl", "tool", "wall s", "[min-max]", "x untr.", "min x", "cpu s", "x untr.", "ns/call", "target (wall)", "events"
 	for (i = 1; i <= nr; i++) print row[i]
 }' "$TMP/runs"
 exit 0

@@ -26,7 +26,9 @@
  * missing when the program stops, whatever thread held them. The peaks
  * are taken when the sums move (the highest pending value is kept with
  * them): exact for one thread, within one flush's calls for several.
- * Threads without a cache use the atomics directly. Readers see each
+ * Threads without a cache use the atomics directly. Under sampling the
+ * exact rows are counted so too, a thread claiming MEMAGG_WAYS caches at
+ * once (memagg.h), one call site each. Readers see each
  * counter at some moment; a row read while the program runs may be off by
  * the calls in flight (a sum moving counts twice for an instant). Who reads: `ringtrace top` (another process, while the program
  * runs), `ringtrace report` (a copy, after). Readers treat every field as

@@ -269,12 +269,21 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 	for (unsigned i = 0; i < sizeof(from) / sizeof(from[0]); i++)
 		if (*from[i])
 			add(to[i], *from[i]);
-	uint64_t before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
-	if (c->peak > 0)
-		raise_to(&s->peak_req, before + (uint64_t)c->peak);
+	/* The live sums only when there are some: an exact row's way (no
+	 * live figures) leaves the header's line alone, which every thread
+	 * shares. */
+	uint64_t before;
+	if (c->live_req || c->peak > 0) {
+		before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
+		if (c->peak > 0)
+			raise_to(&s->peak_req, before + (uint64_t)c->peak);
+	}
 	if (c->glive_usable)
 		add(&h->live_usable, c->glive_usable);
-	before = __atomic_fetch_add(&h->live_req, c->glive_req, __ATOMIC_RELAXED);
+	if (!c->glive_req && c->gpeak <= 0)
+		before = 0; /* nothing to move, no peak to take */
+	else
+		before = __atomic_fetch_add(&h->live_req, c->glive_req, __ATOMIC_RELAXED);
 	if (c->gpeak > 0 && before + (uint64_t)c->gpeak > __atomic_load_n(&h->peak_req, __ATOMIC_RELAXED)) {
 		/* A new peak of the heap, as of this flush (within
 		 * MEMAGG_FLUSH calls of this thread of the moment): its time
@@ -410,23 +419,78 @@ void memagg_free(void *ptr, int free_class, size_t usable)
 
 /* ---- sampling (memsample.c; the rows are described in mem_agg.h) ---------- */
 
-/* The thread's last call site and its row: a loop allocating at one site
- * skips the hash and the probes (a row, once claimed, is its key's for
- * good). */
+/*
+ * The exact rows (memagg_count in memagg.h; the fast path is there). The
+ * thread's ways are MEMAGG_WAYS caches claimed at once from the block's
+ * (the cursor moves by MEMAGG_WAYS); readers fold them as any cache. A
+ * way keeps its site's sums until another site takes it (its sums then
+ * flushed to the row): no periodic flush, an exact row has no live figure
+ * or peak to follow. Threads that find no MEMAGG_WAYS caches left (more
+ * than MEMAGG_CACHES / MEMAGG_WAYS threads) count through one cache, or
+ * with atomics, as the full mode does, remembering their last site's row.
+ */
+__thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
+__thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
+	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
+};
+/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
+static __thread int ways_none __attribute__((tls_model("initial-exec")));
 static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
 static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
 
-void memagg_count(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
+/* Forget this thread's ways and memo (a forked child's new block). */
+static void ways_reset(void)
 {
-	uint32_t si = memo_slot;
-	if (site != memo_site || !si) {
-		si = slot_of(site);
-		/* Not the overflow row: a site that found no row may find one
-		 * later (counted in keys_full each time, as before). */
-		memo_site = si ? site : 0;
-		memo_slot = si;
+	memagg_ways = NULL;
+	ways_none = 0;
+	memo_site = 0;
+	memo_slot = 0;
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
+}
+
+static int ways_claim(void)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
+		ways_none = 1;
+		return 0;
 	}
-	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	memagg_ways = &caches[k];
+	return 1;
+}
+
+void memagg_count_slow(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
+{
+	struct memagg_cache tmp, *c;
+	uint32_t si;
+	if (memagg_ways || (!ways_none && ways_claim())) {
+		unsigned w = memagg_way_of(site);
+		c = &memagg_ways[w];
+		if (memagg_way_site[w] == site) {
+			si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+		} else {
+			si = slot_of(site);
+			if (__atomic_load_n(&c->slot, __ATOMIC_RELAXED) != si) {
+				flush(c);
+				__atomic_store_n(&c->slot, si, __ATOMIC_RELAXED);
+			}
+			/* Not held for the overflow row: a site that found no
+			 * row may find one later (counted in keys_full each
+			 * time, as in the full mode). */
+			memagg_way_site[w] = si ? site : MEMAGG_WAY_EMPTY;
+		}
+	} else {
+		si = memo_slot;
+		if (site != memo_site || !si) {
+			si = slot_of(site);
+			memo_site = si ? site : 0;
+			memo_slot = si;
+		}
+		c = counters_for(si, &tmp);
+	}
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
 	if (!ptr) {
@@ -552,6 +616,12 @@ int memagg_own(uint32_t bits, uint32_t by_stack)
 		munmap(live, (live_mask + 1) * sizeof(struct live_blk));
 	live = NULL;
 	my_cache = -1;
+	ways_reset();
+	/* Under sampling, the sampled blocks inherited carry the parent's
+	 * rows: their frees here would subtract from ours (the child's
+	 * estimate of its heap went below zero). The parent's blocks are
+	 * not the child's allocations: forgotten, as its live blocks. */
+	memsample_forget_all();
 	__atomic_store_n(&memagg_hdr, NULL, __ATOMIC_RELAXED);
 	int old = agg_fd;
 	k = attach_fd(fd);

@@ -4,7 +4,7 @@
  * and free when RINGTRACE_MEM_SAMPLE is set (docs/mem.md, "Sampling").
  *
  * The inline parts run on every call of the program: a thread-local
- * countdown (memsample_pick) and a 16 KiB filter of the sampled blocks
+ * countdown (memsample_pick) and an 8 KiB filter of the sampled blocks
  * (memsample_maybe). The rest runs once per sample, per thread start or
  * at start-up. Nothing here locks, prints or allocates after
  * memsample_init().
@@ -56,7 +56,7 @@ static inline int memsample_pick(size_t size)
  * most frees (of blocks never sampled) with one load; the table behind it
  * is fixed-size open addressing, claimed by CAS. */
 #define MEMSAMPLE_FILTER_BITS 13
-extern uint16_t memsample_filter[1u << MEMSAMPLE_FILTER_BITS];
+extern uint8_t memsample_filter[1u << MEMSAMPLE_FILTER_BITS];
 
 static inline unsigned memsample_filter_of(uintptr_t p)
 {
@@ -78,6 +78,11 @@ int memsample_insert(uintptr_t p, uint64_t info);
 
 /* Forget P: 1 and its info if it was a sampled block alive, else 0. */
 int memsample_take(uintptr_t p, uint64_t *ret_info);
+
+/* Forget every sampled block (a forked child that counts into a block
+ * of its own: the infos it inherited name the parent's rows). Only while
+ * one thread runs. */
+void memsample_forget_all(void);
 
 /* The weight of a sample of SIZE bytes: 1 / (1 - exp(-SIZE / mean)), the
  * number of allocations of that size it stands for (MEMSAMPLE_ON). */

@@ -208,6 +208,61 @@ if have "$MS"; then
 fi
 finish "sampling in aggregate mode: exact counts per call site, estimates within 15% in their rows, with stacks and threads"
 
+# The exact rows against the full counters of the same program: per call
+# site the same allocations, bytes requested and bytes usable (the
+# allocator's figure, which the sampled mode reads from the block's own
+# header when the allocator is glibc's), every C family, a signal
+# handler's allocations; more call sites than a thread's 8 ways.
+begin
+MP=$PB/tests/e2e/memprog
+if have "$MP"; then
+	exact_rows() {
+		python3 -c '
+import json, sys
+for r in sorted(json.load(open(sys.argv[1]))["rows"], key=lambda r: r["name"]):
+    if not r.get("estimate"):
+        n = r["name"][:-8] if r["name"].endswith(" (exact)") else r["name"]
+        print(n, r["allocations"], r["bytes_requested"], r["bytes_allocated"], r["families"])' "$1"
+	}
+	timeout 120 "$RT" record --mem --aggregate -o xf -- "$MP" pattern >xf.out 2>&1
+	RINGTRACE_MEM_SAMPLE=512K timeout 120 "$RT" record --mem --aggregate -o xs -- "$MP" pattern >xs.out 2>&1
+	"$RT" report xf --top 0 --json >xf.json 2>/dev/null
+	"$RT" report xs --top 0 --json >xs.json 2>/dev/null
+	exact_rows xf.json >xf.rows
+	exact_rows xs.json >xs.rows
+	[ "$(wc -l <xf.rows)" -ge 10 ] || { why "few rows in the full counters"; show xf.out; }
+	grep -q '(exact)' xs.json || why "no exact rows in the sampled counters"
+	if ! cmp -s xf.rows xs.rows; then
+		why "exact rows differ from the full counters' rows:"
+		while IFS= read -r l; do why "$l"; done < <(diff xf.rows xs.rows | head -n 6)
+	fi
+fi
+finish "sampling in aggregate mode: the exact rows are the full counters' allocations, bytes requested and usable, per call site"
+
+# A followed fork under --aggregate: the child counts into a block of its
+# own, and the parent's sampled blocks it frees (half of the kept ones)
+# are not its own: its estimate of its heap is that of its churn (all
+# freed), never below zero (they were subtracted from it, with rows of the
+# parent's block: a heap of -9 MB, wrapped).
+begin
+if have "$MS"; then
+	RINGTRACE_MEM_SAMPLE=262144 RINGTRACE_MEM_SAMPLE_SEED=1 \
+		timeout 120 "$RT" record --mem --aggregate --follow-fork -o af -- "$MS" fork >af.out 2>af.err
+	eq "status traced" "$?" 0
+	cb=$(ls -d af/children/*/mem/aggregate.bin 2>/dev/null | head -1)
+	if [ -z "$cb" ]; then
+		why "no counters of the child"; show af.err
+	else
+		python3 "$EST" agg "$cb" af.out >af.cest 2>af.perr || show af.perr
+		near "child's churn (estimate row)" "$(val af.cest churn_alloc_bytes)" 50000000 20
+		eq "child's heap alive (estimate), unknown frees" "$(val af.cest heap_live_est) $(val af.cest unknown_frees)" "0 0"
+		"$RT" report "$(dirname "$(dirname "$cb")")" >af.rep 2>&1
+		peak=$(sed -n 's/^  peak heap *\([0-9]*\) bytes requested.*/\1/p' af.rep)
+		[ -n "$peak" ] && [ "${#peak}" -le 12 ] || { why "child's peak heap: '$peak'"; show af.rep 8; }
+	fi
+fi
+finish "sampling in aggregate mode, a followed fork: the child's counters leave the parent's sampled blocks out"
+
 # ---- every family through the sampled paths ------------------------------------------------
 # At a mean of 1 byte an allocation of s bytes is sampled with probability
 # 1 - exp(-s): every block of the known patterns of mem.sh (malloc, calloc,

@@ -11,11 +11,16 @@
  * barrier): each worker frees the blocks of the next worker, a tenth of
  * them twice, and frees PER/100 addresses never allocated. Then 1100
  * short threads each allocate and free 3 blocks: more threads than caches,
- * so the last ones count with atomics directly.
+ * so the last ones count with atomics directly. Meanwhile every worker
+ * and short thread also counts exact rows (memagg_count, the sampled
+ * mode's): ESITES call sites, more than a thread's ways, in runs of three
+ * calls, some of them failed allocations; the short threads find no ways
+ * left (one cache, or atomics).
  *
  * Checked at the end, on a folded copy: per site and in total,
  * allocations, frees, bytes requested and usable equal what the workers
- * did; nothing alive; frees of unknown blocks = double frees + never
+ * did, and so do the exact rows' allocations, failures and bytes (no free
+ * side); nothing alive; frees of unknown blocks = double frees + never
  * allocated; nothing untracked; the peak between the phase-1 total minus
  * one flush per thread and the bytes ever allocated. Exit 0 or 1.
  *
@@ -37,6 +42,7 @@
 #define THREADS 4
 #define SITES   8
 #define SHORT   1100
+#define ESITES  20
 
 static long per = 100000;
 static uint64_t **blocks;            /* [thread][i]: address, 0 once freed */
@@ -45,12 +51,31 @@ static pthread_barrier_t bar;
 static atomic_int stop;
 static atomic_ullong want_allocs[SITES], want_req[SITES], want_frees[SITES], want_usable[SITES];
 static atomic_ullong want_unknown, phase1_bytes, all_bytes;
+static atomic_ullong want_eallocs[ESITES], want_efailed[ESITES], want_ereq[ESITES], want_eusable[ESITES];
 static void *block_mem;
 static size_t block_size;
 
 static uint64_t site_of(long i)
 {
 	return UINT64_C(0x400000) + (uint64_t)(i % SITES) * 16;
+}
+
+static uint64_t esite_of(long e)
+{
+	return UINT64_C(0x500000) + (uint64_t)e * 16;
+}
+
+/* An exact row's count, as the sampled mode makes it, and what it wants. */
+static void count_exact(long e, uint64_t p, uint32_t sz)
+{
+	memagg_count(MEM_A_MALLOC, (void *)(uintptr_t)p, sz, sz + 8, esite_of(e));
+	if (p) {
+		want_eallocs[e]++;
+		want_ereq[e] += sz;
+		want_eusable[e] += sz + 8;
+	} else {
+		want_efailed[e]++;
+	}
 }
 
 static void *worker(void *arg)
@@ -63,6 +88,7 @@ static void *worker(void *arg)
 		memagg_alloc(MEM_A_MALLOC, (void *)(uintptr_t)p, sz, sz + 8, site_of(i));
 		mine[i] = p;
 		sizes[t][i] = sz;
+		count_exact((i / 3 + t) % ESITES, i % 13 == 5 ? 0 : p, sz);
 		want_allocs[i % SITES]++;
 		want_req[i % SITES] += sz;
 		want_usable[i % SITES] += sz + 8;
@@ -111,6 +137,7 @@ static void *short_thread(void *arg)
 		uint64_t p = (UINT64_C(0x100) << 40) | ((uint64_t)k << 8) | ((uint64_t)i << 4);
 		memagg_alloc(MEM_A_MALLOC, (void *)(uintptr_t)p, 10, 24, site_of(0));
 		memagg_free((void *)(uintptr_t)p, MEM_C_MALLOC, 24);
+		count_exact((k + i) % ESITES, i == 2 ? 0 : p, 10);
 	}
 	return NULL;
 }
@@ -208,9 +235,23 @@ int main(int argc, char **argv)
 	int bad = 0;
 	uint64_t got_allocs[SITES] = { 0 }, got_req[SITES] = { 0 }, got_frees[SITES] = { 0 }, got_usable[SITES] = { 0 };
 	uint64_t live = 0;
+	uint64_t got_eallocs[ESITES] = { 0 }, got_efailed[ESITES] = { 0 }, got_ereq[ESITES] = { 0 },
+		 got_eusable[ESITES] = { 0 };
 	for (uint32_t i = 0; i < n; i++) {
 		if (!slot[i].key || slot[i].key == MEMAGG_KEY_OTHER)
 			continue;
+		uint64_t e = (slot[i].key - UINT64_C(0x500000)) / 16;
+		if (slot[i].key >= UINT64_C(0x500000) && e < ESITES && slot[i].key == esite_of((long)e)) {
+			got_eallocs[e] += slot[i].allocs;
+			got_efailed[e] += slot[i].failed;
+			got_ereq[e] += slot[i].req;
+			got_eusable[e] += slot[i].usable;
+			if (slot[i].frees || slot[i].live_req || slot[i].live_usable) {
+				fprintf(stderr, "stress_memagg: exact site %llu has a free side\n", (unsigned long long)e);
+				bad = 1;
+			}
+			continue;
+		}
 		uint64_t s = (slot[i].key - UINT64_C(0x400000)) / 16;
 		if (s >= SITES || slot[i].key != site_of((long)s)) {
 			fprintf(stderr, "stress_memagg: a slot with key 0x%llx\n", (unsigned long long)slot[i].key);
@@ -232,6 +273,18 @@ int main(int argc, char **argv)
 				(unsigned long long)got_req[s], (unsigned long long)want_req[s],
 				(unsigned long long)got_frees[s], (unsigned long long)want_frees[s],
 				(unsigned long long)got_usable[s], (unsigned long long)want_usable[s]);
+			bad = 1;
+		}
+	}
+	for (int e = 0; e < ESITES; e++) {
+		if (got_eallocs[e] != want_eallocs[e] || got_efailed[e] != want_efailed[e] || got_ereq[e] != want_ereq[e] ||
+		    got_eusable[e] != want_eusable[e]) {
+			fprintf(stderr,
+				"stress_memagg: exact site %d: allocs %llu/%llu, failed %llu/%llu, requested %llu/%llu, usable %llu/%llu\n",
+				e, (unsigned long long)got_eallocs[e], (unsigned long long)want_eallocs[e],
+				(unsigned long long)got_efailed[e], (unsigned long long)want_efailed[e],
+				(unsigned long long)got_ereq[e], (unsigned long long)want_ereq[e],
+				(unsigned long long)got_eusable[e], (unsigned long long)want_eusable[e]);
 			bad = 1;
 		}
 	}
