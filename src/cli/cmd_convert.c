@@ -469,7 +469,7 @@ static struct thread *thread_get(struct threads *t, uint32_t tid, int *ret_new)
 		for (size_t i = 0; i < t->cap; i++) {
 			if (!t->v[i].used)
 				continue;
-			size_t j = u64map_mix(t->v[i].tid) & (cap - 1);
+			size_t j = rt_mix64(t->v[i].tid) & (cap - 1);
 			while (nv[j].used)
 				j = (j + 1) & (cap - 1);
 			nv[j] = t->v[i];
@@ -478,7 +478,7 @@ static struct thread *thread_get(struct threads *t, uint32_t tid, int *ret_new)
 		t->v = nv;
 		t->cap = cap;
 	}
-	size_t j = u64map_mix(tid) & (t->cap - 1);
+	size_t j = rt_mix64(tid) & (t->cap - 1);
 	while (t->v[j].used && t->v[j].tid != tid)
 		j = (j + 1) & (t->cap - 1);
 	if (!t->v[j].used) {
@@ -812,7 +812,7 @@ static int add_inline(struct folded *fo, const struct rd_value *seq, uint64_t w)
 	uint32_t depth = seq->sub.n < STACKMAP_MAX_DEPTH ? seq->sub.n : STACKMAP_MAX_DEPTH;
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
 	for (uint32_t i = 0; i < depth; i++)
-		h = u64map_mix(h ^ seq->sub.v[i].u);
+		h = rt_mix64(h ^ seq->sub.v[i].u);
 	if ((fo->nin + 1) * 2 > fo->capin) {
 		size_t cap = fo->capin ? fo->capin * 2 : 64;
 		struct inline_stack *nv = calloc(cap, sizeof(*nv));

@@ -272,8 +272,8 @@ int pprof_add_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t 
 	int64_t f = str_index(p, file), b = str_index(p, build_id);
 	if (f < 0 || b < 0)
 		return -ENOMEM;
-	uint64_t key = u64map_mix((uint64_t)f << 32 ^ (uint64_t)b), *v;
-	key = u64map_mix(start ^ u64map_mix(limit ^ u64map_mix(offset ^ key)));
+	uint64_t key = rt_mix64((uint64_t)f << 32 ^ (uint64_t)b), *v;
+	key = rt_mix64(start ^ rt_mix64(limit ^ rt_mix64(offset ^ key)));
 	while ((v = u64map_get(&p->map_ix, key))) {
 		const struct pmapping *m = &p->map[*v];
 		if (m->start == start && m->limit == limit && m->offset == offset && m->file == f && m->build_id == b)
@@ -331,7 +331,7 @@ static int64_t function_id(struct pprof *p, const struct pprof_frame *fr)
 	int64_t f = str_index(p, fr->file);
 	if (n < 0 || s < 0 || f < 0)
 		return -ENOMEM;
-	uint64_t key = u64map_mix((uint64_t)n ^ u64map_mix((uint64_t)s ^ u64map_mix((uint64_t)f))), *v;
+	uint64_t key = rt_mix64((uint64_t)n ^ rt_mix64((uint64_t)s ^ rt_mix64((uint64_t)f))), *v;
 	while ((v = u64map_get(&p->fn_ix, key))) {
 		const struct pfunction *e = &p->fn[*v];
 		if (e->name == n && e->system_name == s && e->file == f)
@@ -380,12 +380,12 @@ static int64_t location_id(struct pprof *p, uint64_t addr)
 
 static uint64_t sample_hash(const uint64_t *locs, size_t nloc, const struct plabel *labs, size_t nlab)
 {
-	uint64_t h = u64map_mix(nloc << 16 ^ nlab);
+	uint64_t h = rt_mix64(nloc << 16 ^ nlab);
 	for (size_t i = 0; i < nloc; i++)
-		h = u64map_mix(h ^ locs[i]);
+		h = rt_mix64(h ^ locs[i]);
 	for (size_t i = 0; i < nlab; i++)
-		h = u64map_mix(h ^ u64map_mix((uint64_t)labs[i].key << 32 ^ (uint64_t)labs[i].str) ^
-			       u64map_mix((uint64_t)labs[i].num ^ (uint64_t)labs[i].unit << 48));
+		h = rt_mix64(h ^ rt_mix64((uint64_t)labs[i].key << 32 ^ (uint64_t)labs[i].str) ^
+			       rt_mix64((uint64_t)labs[i].num ^ (uint64_t)labs[i].unit << 48));
 	return h;
 }
 

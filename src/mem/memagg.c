@@ -37,6 +37,7 @@
 
 #include <ringtrace/ringtrace.h>
 
+#include "common/mix.h"
 #include "mem/mem_agg.h"
 #include "mem/mem_family.h"
 #include "mem/memagg.h"
@@ -68,15 +69,6 @@ static struct memagg_cache *caches;
 /* This thread's cache: -1 none claimed yet, -2 none left (atomics then). */
 static __thread int32_t my_cache __attribute__((tls_model("initial-exec"))) = -1;
 
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
 
 static int attach_fd(long fd);
 
@@ -127,7 +119,7 @@ static int attach_fd(long fd)
 	slots = s;
 	slot_mask = n - 1;
 	caches = memagg_caches(mem, __builtin_ctz(n));
-	slot_seed = mix((uint64_t)(uintptr_t)&slot_seed ^ (uint64_t)getpid());
+	slot_seed = rt_mix64((uint64_t)(uintptr_t)&slot_seed ^ (uint64_t)getpid());
 	struct memagg_header *h = mem;
 	h->live_blocks_max = blocks;
 	h->start_ns = ringtrace__clock_monotonic();
@@ -144,7 +136,7 @@ static int attach_fd(long fd)
  * find neither. */
 static inline uint32_t slot_of(uint64_t key)
 {
-	uint32_t i = (uint32_t)mix(key ^ slot_seed) & slot_mask;
+	uint32_t i = (uint32_t)rt_mix64(key ^ slot_seed) & slot_mask;
 	for (int n = 0; n < MEMAGG_PROBES; n++, i = (i + 1) & slot_mask) {
 		if (i == 0)
 			continue;

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/mix.h"
 #include "mem/memsample.h"
 
 int memsample_mode;
@@ -72,15 +73,6 @@ struct sblk {
 static struct sblk *set;
 static uint64_t set_mask;
 
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
 
 static inline uint64_t splitmix(uint64_t *s)
 {
@@ -166,7 +158,7 @@ static int64_t draw(void)
 static void seed_thread(void)
 {
 	uint64_t rank = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
-	rng = mix(memsample_seed ^ mix(rank + 1));
+	rng = rt_mix64(memsample_seed ^ rt_mix64(rank + 1));
 	rng_seeded = 1;
 	memsample_left = draw();
 }
@@ -199,8 +191,8 @@ static void fork_prepare(void)
 
 static void fork_child(void)
 {
-	uint64_t salt = memsample_fixed_seed ? forks : (uint64_t)getpid() ^ mix((uint64_t)time(NULL));
-	memsample_seed = mix(memsample_seed ^ mix(salt ^ UINT64_C(0x666f726b)));
+	uint64_t salt = memsample_fixed_seed ? forks : (uint64_t)getpid() ^ rt_mix64((uint64_t)time(NULL));
+	memsample_seed = rt_mix64(memsample_seed ^ rt_mix64(salt ^ UINT64_C(0x666f726b)));
 	threads_seeded = 0;
 	if (memsample_mode == MEMSAMPLE_ON)
 		seed_thread();
@@ -231,7 +223,7 @@ int memsample_insert(uintptr_t p, uint64_t info)
 	 * returned) then finds the entry too. A count raised for a block
 	 * that finds no entry is lowered again: only a false "maybe". */
 	filter_add(p, 1);
-	uint64_t i = mix((uint64_t)p) & set_mask;
+	uint64_t i = rt_mix64((uint64_t)p) & set_mask;
 	for (int n = 0; n < SB_PROBES; n++, i = (i + 1) & set_mask) {
 		uint64_t k = __atomic_load_n(&set[i].key, __ATOMIC_RELAXED);
 		if ((k == 0 || k == SB_TOMB) &&
@@ -250,7 +242,7 @@ int memsample_take(uintptr_t p, uint64_t *ret_info)
 {
 	if (!set || p <= SB_TOMB)
 		return 0;
-	uint64_t i = mix((uint64_t)p) & set_mask;
+	uint64_t i = rt_mix64((uint64_t)p) & set_mask;
 	for (int n = 0; n < SB_PROBES; n++, i = (i + 1) & set_mask) {
 		uint64_t k = __atomic_load_n(&set[i].key, __ATOMIC_RELAXED);
 		if (k == 0)
@@ -364,7 +356,7 @@ void memsample_init(void)
 		if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed)) {
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			seed = mix((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid() ^
+			seed = rt_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)getpid() ^
 				   (uint64_t)(uintptr_t)&seed);
 		}
 	}

@@ -10,7 +10,7 @@
 /* The slot holding key (non-zero), or the empty slot where it would go. */
 static size_t slot_of(const struct u64map *m, uint64_t key)
 {
-	size_t mask = m->cap - 1, j = u64map_mix(key) & mask;
+	size_t mask = m->cap - 1, j = rt_mix64(key) & mask;
 	while (m->k[j] && m->k[j] != key)
 		j = (j + 1) & mask;
 	return j;
@@ -102,7 +102,7 @@ int u64map_del(struct u64map *m, uint64_t key)
 		j = (j + 1) & mask;
 		if (!m->k[j])
 			break;
-		size_t home = u64map_mix(m->k[j]) & mask;
+		size_t home = rt_mix64(m->k[j]) & mask;
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
 			m->k[i] = m->k[j];
 			m->v[i] = m->v[j];

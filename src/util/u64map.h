@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Keys are spread with rt_mix64() (sequential addresses, ids and small
+ * integers over the whole table). */
+#include "common/mix.h"
+
 struct u64map {
 	uint64_t *k;                 /* 0: an empty slot */
 	uint64_t *v;
@@ -22,17 +26,6 @@ struct u64map {
 	int has0;
 	uint64_t v0;                 /* key 0's value */
 };
-
-/* A 64-bit mixer (the finaliser of MurmurHash3): sequential addresses,
- * ids and small integers spread over the whole table. */
-static inline uint64_t u64map_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
 
 /* A string's key (FNV-1a): a map keyed by text holds this, and the callers
  * compare the strings (two texts may share a key: the second is put under
@@ -47,7 +40,7 @@ static inline uint64_t u64map_str_key(const char *s)
 
 static inline uint64_t u64map_next_key(uint64_t key)
 {
-	return u64map_mix(key ^ 0x9e3779b97f4a7c15ull);
+	return rt_mix64(key ^ 0x9e3779b97f4a7c15ull);
 }
 
 /* The value of key, or NULL. The pointer is valid until the next put or

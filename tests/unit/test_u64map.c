@@ -92,7 +92,7 @@ static void test_collisions_and_wrap(void **state)
 	uint64_t same[8], last[8];
 	size_t ns = 0, nl = 0;
 	for (uint64_t k = 2; ns < 8 || nl < 8; k++) {
-		size_t home = u64map_mix(k) & 63;
+		size_t home = rt_mix64(k) & 63;
 		if (home == 10 && ns < 8)
 			same[ns++] = k;
 		else if (home == 63 && nl < 8)
