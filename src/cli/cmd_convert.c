@@ -36,7 +36,7 @@
 
 #include "analyze/frames.h"
 #include "analyze/replay.h"
-#include "analyze/utf8.h"
+#include "util/utf8.h"
 #include "cli/cli.h"
 #include "cli/convert.h"
 #include "util/buf.h"

@@ -38,7 +38,7 @@
 #include <sqlite3.h>
 
 #include "analyze/frames.h"
-#include "analyze/utf8.h"
+#include "util/utf8.h"
 #include "cli/convert.h"
 #include "analyze/replay.h"
 #include "util/outdir.h"

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "analyze/frames.h"
-#include "analyze/utf8.h"
+#include "util/utf8.h"
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "mem/mem_family.h"

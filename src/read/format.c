@@ -5,6 +5,7 @@
  */
 #include "read/format.h"
 #include "read/reader.h"
+#include "util/utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -90,37 +91,6 @@ void rd_format_double(struct ctf_buf *b, double v, int single)
 		ctf_buf_puts(b, ".0");
 }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	uint32_t cp;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
-		return 0;
-	return len;
-}
-
 void rd_format_string(struct ctf_buf *b, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -149,6 +119,9 @@ void rd_format_string(struct ctf_buf *b, const char *str, size_t len)
 			continue;
 		}
 		size_t n = c >= 0x80 ? utf8_len(s + i, len - i) : 0;
+		/* A C1 control (U+0080..U+009F) is escaped as a byte too. */
+		if (n == 2 && c == 0xc2 && s[i + 1] < 0xa0)
+			n = 0;
 		if (n) {
 			ctf_buf_add(b, s + i, n);
 			i += n;

@@ -1,11 +1,11 @@
 /*
  * utf8.c - validity and boundaries of UTF-8 sequences (utf8.h), for the
- * outputs of the converters and of the HTML report; called per byte that
- * is not ASCII of the names and strings they write.
+ * outputs of the converters, the HTML report and the reader's formatter;
+ * called per byte that is not ASCII of the names and strings they write.
  */
 #include <stdint.h>
 
-#include "analyze/utf8.h"
+#include "util/utf8.h"
 
 size_t utf8_len(const unsigned char *p, size_t n)
 {

@@ -1,13 +1,14 @@
 /*
  * utf8.h - UTF-8 as the tool's outputs check it: the names and strings of
  * a trace are untrusted bytes, and every output that must be valid UTF-8
- * (JSON, SQLite text, HTML) asks these where a sequence is valid and
- * where one starts. Used by `convert` (src/cli/cmd_convert.c,
- * convert_sqlite.c) and the HTML report (src/cli/report_html.c). Pure
- * functions; any thread.
+ * (JSON, SQLite text, HTML, dump's quoted strings) asks these where a
+ * sequence is valid and where one starts. Used by `convert`
+ * (src/cli/cmd_convert.c, convert_sqlite.c), the HTML report
+ * (src/cli/report_html.c) and the reader's formatter (src/read/format.c).
+ * Pure functions; any thread.
  */
-#ifndef RINGTRACE_ANALYZE_UTF8_H
-#define RINGTRACE_ANALYZE_UTF8_H
+#ifndef RINGTRACE_UTIL_UTF8_H
+#define RINGTRACE_UTIL_UTF8_H
 
 #include <stddef.h>
 
@@ -24,4 +25,4 @@ size_t utf8_len(const unsigned char *p, size_t n);
  * k > 0). */
 size_t utf8_boundary(const char *s, size_t k);
 
-#endif /* RINGTRACE_ANALYZE_UTF8_H */
+#endif /* RINGTRACE_UTIL_UTF8_H */

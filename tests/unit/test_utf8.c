@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "analyze/utf8.h"
+#include "util/utf8.h"
 
 static size_t len_of(const char *s)
 {
