@@ -890,16 +890,16 @@ static int folded_event(struct folded *fo, const struct rd_item *it)
 		it->fields && p->stack >= 0 && (uint32_t)p->stack < it->fields->sub.n ? &it->fields->sub.v[p->stack] : NULL;
 	/* "No stack" (id none, depth 0: a free of the allocation tracer):
 	 * not a sample, not an unknown one. */
-	if (id == STACK_NONE && (!seq || seq->type == NULL || seq->type->kind != RD_SEQ || !seq->sub.n))
+	if (id == STACK_NONE && !rd_seq_len(seq))
 		return 0;
 	fo->events++;
-	long i = id != STACK_NONE ? stack_index(&fo->sf, id) : -1;
+	if (id == STACK_NONE)
+		return add_inline(fo, seq, w);
+	long i = stack_index(&fo->sf, id);
 	if (i >= 0) {
 		fo->count[i] += w;
 		return 0;
 	}
-	if (id == STACK_NONE && seq && seq->type && seq->type->kind == RD_SEQ && seq->sub.n)
-		return add_inline(fo, seq, w);
 	fo->unknown += w;
 	return 0;
 }

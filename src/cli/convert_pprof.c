@@ -115,9 +115,9 @@ static struct plan *plan_of(struct conv *c, const struct rd_item *it, size_t *re
 /* The index of the stack ips[0..n-1], added if new; -ENOMEM. */
 static long stack_intern(struct conv *c, const uint64_t *ips, uint32_t n)
 {
-	uint64_t key = u64map_mix(0x9e3779b97f4a7c15ull ^ n), *v;
+	uint64_t key = rt_mix64(0x9e3779b97f4a7c15ull ^ n), *v;
 	for (uint32_t i = 0; i < n; i++)
-		key = u64map_mix(key ^ ips[i]);
+		key = rt_mix64(key ^ ips[i]);
 	while ((v = u64map_get(&c->st_by_hash, key))) {
 		const struct stk *s = &c->st[*v];
 		if (s->n == n && (!n || !memcmp(s->ips, ips, n * sizeof(*ips))))
@@ -170,12 +170,13 @@ static long event_stack(struct conv *c, const struct plan *p, const struct rd_va
 		if (id == REPLAY_NO_STACK) {
 			const struct rd_value *seq = p->stack >= 0 && (uint32_t)p->stack < f->sub.n ? &f->sub.v[p->stack] : NULL;
 			uint64_t ips[STACKMAP_MAX_DEPTH];
-			uint32_t n = 0;
-			if (seq && seq->type && seq->type->kind == RD_SEQ)
-				for (; n < seq->sub.n && n < STACKMAP_MAX_DEPTH; n++)
-					ips[n] = seq->sub.v[n].u;
+			uint32_t n = rd_seq_len(seq);
 			if (n == 0)
 				return -1;   /* "no stack" (a free of the allocation tracer) */
+			if (n > STACKMAP_MAX_DEPTH)
+				n = STACKMAP_MAX_DEPTH;
+			for (uint32_t k = 0; k < n; k++)
+				ips[k] = seq->sub.v[k].u;
 			return stack_intern(c, ips, n);
 		}
 		uint64_t *v = u64map_get(&c->st_by_id, (uint64_t)id + 1);

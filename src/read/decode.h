@@ -49,6 +49,12 @@ struct rd_value {
 	};
 };
 
+/* Elements of an RD_SEQ value; 0 for NULL or a value of another kind. */
+static inline uint32_t rd_seq_len(const struct rd_value *v)
+{
+	return v && v->type && v->type->kind == RD_SEQ ? v->sub.n : 0;
+}
+
 /* The dynamic scopes of CTF, in decoding order. */
 enum rd_scope {
 	RD_SCOPE_PACKET_HEADER = 0,
