@@ -236,22 +236,18 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	 * interrupting it runs nested (nest > 1) and leaves them alone, so no
 	 * note is torn; one that re-records the memo voids the note's words.
 	 */
-	if (note.cell && ringtrace__tls.nest == 1) {
-		/* 64-bit words: read back as they were stored (32-bit
-		 * halves read as one word stall the store forwarding). */
-		uint64_t w[RT_UNWIND_NOTE_WORDS];
-		int known = rt_unwind_note_get(&note, w);
-		struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
-		int r = stackmap_get_id_hint(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, known,
-					     &id);
-		if (r >= 0) {
-			if (r != STACKMAP_FROM_HINT) {
-				uint32_t v[RT_UNWIND_NOTE_WORDS] = { h.id, h.serial, h.epoch };
-				rt_unwind_note_set(&note, v);
-			}
-			return id;
+	int noted = note.cell && ringtrace__tls.nest == 1;
+	/* 64-bit words: read back as they were stored (32-bit halves read
+	 * as one word stall the store forwarding). */
+	uint64_t w[RT_UNWIND_NOTE_WORDS] = { 0 };
+	int known = noted && rt_unwind_note_get(&note, w);
+	struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
+	int r = stackmap_get_id_hint(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, known, &id);
+	if (r >= 0) {
+		if (noted && r != STACKMAP_FROM_HINT) {
+			uint32_t v[RT_UNWIND_NOTE_WORDS] = { h.id, h.serial, h.epoch };
+			rt_unwind_note_set(&note, v);
 		}
-	} else if (stackmap_get_id(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &id) >= 0) {
 		return id;
 	}
 	/* No room in the map (counted there as a drop): the event carries
