@@ -223,28 +223,33 @@ static int build_metadata(struct fs_dec *d, char **ret, size_t *ret_len)
 	return r;
 }
 
-int fs_pkts_add(struct fs_pkts *v, const struct rb_packet *pkt, uint64_t skip, int peek)
+/* Room for one more packet at v->v[v->n] (zeroed, not counted yet). */
+static struct fs_pkt *pkts_room(struct fs_pkts *v)
 {
 	if (v->n == v->cap) {
 		size_t nc = v->cap ? v->cap * 2 : 16;
 		struct fs_pkt *nv = realloc(v->v, nc * sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return NULL;
 		v->v = nv;
 		v->cap = nc;
 	}
 	struct fs_pkt *p = &v->v[v->n];
-	p->data = malloc(pkt->len);
-	if (!p->data)
+	memset(p, 0, sizeof(*p));
+	return p;
+}
+
+int fs_pkts_add(struct fs_pkts *v, const struct rb_packet *pkt, uint64_t skip, int peek)
+{
+	struct fs_pkt *p = pkts_room(v);
+	if (!p || !(p->data = malloc(pkt->len)))
 		return -ENOMEM;
 	memcpy(p->data, pkt->data, pkt->len);
 	p->len = pkt->len;
 	p->cpu = pkt->cpu;
 	memcpy(&p->seq, pkt->data + PKT_OFF(packet_seq_num), 8);
 	p->skip = skip;
-	p->seen = 0;
 	p->peek = peek;
-	p->borrowed = 0;
 	v->n++;
 	return 0;
 }
@@ -252,20 +257,14 @@ int fs_pkts_add(struct fs_pkts *v, const struct rb_packet *pkt, uint64_t skip, i
 /* A packet read in place (the region is mapped for as long as v lives). */
 static int pkts_borrow(struct fs_pkts *v, const char *data, size_t len, uint32_t cpu)
 {
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 16;
-		struct fs_pkt *nv = realloc(v->v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		v->v = nv;
-		v->cap = nc;
-	}
-	struct fs_pkt *p = &v->v[v->n++];
-	memset(p, 0, sizeof(*p));
+	struct fs_pkt *p = pkts_room(v);
+	if (!p)
+		return -ENOMEM;
 	p->data = (char *)data;
 	p->len = len;
 	p->cpu = cpu;
 	p->borrowed = 1;
+	v->n++;
 	return 0;
 }
 
