@@ -575,6 +575,63 @@ RINGTRACE__INLINE void ringtrace__nest_add(uint32_t v)
 			 __ATOMIC_RELEASE);
 }
 
+#if RINGTRACE__RSEQ
+/*
+ * The common case of a reservation, with rseq: a compact header and room
+ * in the open sub-buffer of this CPU. 1 with *c filled (c->rb and c->id
+ * set by the caller), 0 when any of that does not hold (nothing done).
+ * Inline in every probe for events without a stack suffix; the slow path
+ * uses it too once it has captured an event's stack (src/lib/probe.c).
+ */
+RINGTRACE__INLINE int ringtrace__reserve_rseq(struct ringtrace__wctx *c, struct ringtrace__rb *rb, uint32_t tid,
+					      uint32_t payload)
+{
+	int32_t cpu = ringtrace__rseq_cpu();
+	if (RINGTRACE__UNLIKELY((uint32_t)cpu >= rb->ncpus))
+		return 0;
+	struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
+	struct ringtrace__rb_cpu *ctl = pc->ctl;
+	uint64_t st = __atomic_load_n(&ctl->state, __ATOMIC_RELAXED);
+	uint64_t pos = st & RINGTRACE__POS_MASK;
+	/* A thread record goes first when another thread wrote last. */
+	uint32_t thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid ? 8 : 0;
+	uint64_t need = thr + RINGTRACE__EV_COMPACT + payload;
+	uint64_t in = pos & rb->sb_mask;
+	/* A sub-buffer is open (in != 0) and the record fits without
+	 * filling it exactly (see rb_write.c). */
+	if (RINGTRACE__UNLIKELY(in == 0 || in + need > rb->sb_mask))
+		return 0;
+	uint64_t ts;
+	uint64_t ref = __atomic_load_n(&ctl->last_ts, __ATOMIC_RELAXED);
+	uint64_t newv = (pos + need) | ((uint64_t)tid << RINGTRACE__POS_BITS);
+	int r;
+	if (RINGTRACE__LIKELY(rb->clock_tsc))
+		r = ringtrace__rseq_reserve(&ctl->state, st, newv, ref, UINT64_C(1) << RINGTRACE__TS_BITS, &ts, cpu);
+	else
+		r = ringtrace__rseq_reserve_any(&ctl->state, st, newv, ref, UINT64_C(1) << RINGTRACE__TS_BITS, &ts,
+						cpu);
+	if (RINGTRACE__UNLIKELY(r != 0))
+		return 0;
+	/* Conservative: never newer than the last record of this CPU
+	 * (pairs with the load of `ref`). */
+	__atomic_store_n(&ctl->last_ts, ts, __ATOMIC_RELAXED);
+	char *p = pc->data + (pos & rb->buf_mask);
+	if (thr) {
+		memcpy(p + RINGTRACE__EV_COMPACT, &tid, 4);
+		ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, 0);
+		p += 8;
+	}
+	c->ts = ts;
+	c->rec = p;
+	c->payload = p + RINGTRACE__EV_COMPACT;
+	c->ext = 0;
+	c->cpu = (uint32_t)cpu;
+	c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
+	c->len = (uint32_t)need;
+	return 1;
+}
+#endif
+
 RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 				     const struct ringtrace_event_desc *d, uint32_t payload)
 {
@@ -600,52 +657,9 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	 * there, and does not keep an event off this path. */
 	if (RINGTRACE__LIKELY(rb->fast_any &&
 			      !(__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_NO_STACK) && tid != 0 &&
-			      id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
-		int32_t cpu = ringtrace__rseq_cpu();
-		if (RINGTRACE__LIKELY((uint32_t)cpu < rb->ncpus)) {
-			struct ringtrace__rb_percpu *pc = &rb->cpu[cpu];
-			struct ringtrace__rb_cpu *ctl = pc->ctl;
-			uint64_t st = __atomic_load_n(&ctl->state, __ATOMIC_RELAXED);
-			uint64_t pos = st & RINGTRACE__POS_MASK;
-			/* A thread record goes first when another thread wrote last. */
-			uint32_t thr = (uint32_t)(st >> RINGTRACE__POS_BITS) != tid ? 8 : 0;
-			uint64_t need = thr + RINGTRACE__EV_COMPACT + payload;
-			uint64_t in = pos & rb->sb_mask;
-			/* A sub-buffer is open (in != 0) and the record fits
-			 * without filling it exactly (see rb_write.c). */
-			if (RINGTRACE__LIKELY(in != 0 && in + need <= rb->sb_mask)) {
-				uint64_t ts;
-				uint64_t ref = __atomic_load_n(&ctl->last_ts, __ATOMIC_RELAXED);
-				uint64_t newv = (pos + need) | ((uint64_t)tid << RINGTRACE__POS_BITS);
-				int r;
-				if (RINGTRACE__LIKELY(rb->clock_tsc))
-					r = ringtrace__rseq_reserve(&ctl->state, st, newv, ref,
-								    UINT64_C(1) << RINGTRACE__TS_BITS, &ts, cpu);
-				else
-					r = ringtrace__rseq_reserve_any(&ctl->state, st, newv, ref,
-									UINT64_C(1) << RINGTRACE__TS_BITS, &ts, cpu);
-				if (RINGTRACE__LIKELY(r == 0)) {
-					/* Conservative: never newer than the last record of
-					 * this CPU (pairs with the load of `ref`). */
-					__atomic_store_n(&ctl->last_ts, ts, __ATOMIC_RELAXED);
-					char *p = pc->data + (pos & rb->buf_mask);
-					if (thr) {
-						memcpy(p + RINGTRACE__EV_COMPACT, &tid, 4);
-						ringtrace__put_hdr(p, RINGTRACE__ID_THREAD, ts, 0);
-						p += 8;
-					}
-					c->ts = ts;
-					c->rec = p;
-					c->payload = p + RINGTRACE__EV_COMPACT;
-					c->ext = 0;
-					c->cpu = (uint32_t)cpu;
-					c->slot = (uint32_t)(pos >> rb->sb_shift) & ((1u << rb->nsb_shift) - 1);
-					c->len = (uint32_t)need;
-					return 1;
-				}
-			}
-		}
-	}
+			      id - 1 < RINGTRACE__EV_ID_EXT - 1) &&
+	    RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, rb, tid, payload)))
+		return 1;
 #endif
 	/* Through a copy, so that *c never escapes and stays in registers. */
 	struct ringtrace__wctx slow;

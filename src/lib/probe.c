@@ -125,7 +125,15 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	uint32_t extra = 5 + 8 * depth;
 	if (payload > PAYLOAD_LIMIT - extra)
 		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
-	if (!rb_reserve(c, payload + extra, tid, wait))
+	/* Room in the open sub-buffer, the common case: the probes' own
+	 * inline reservation (a region with stacks keeps them off it, since
+	 * their events lack the suffix); anything else, rb_reserve. */
+	int done = 0;
+#if RINGTRACE__RSEQ
+	if (c->rb->use_rseq && c->id - 1 < RINGTRACE__EV_ID_EXT - 1)
+		done = ringtrace__reserve_rseq(c, c->rb, tid, payload + extra);
+#endif
+	if (!done && !rb_reserve(c, payload + extra, tid, wait))
 		return 0;
 	char *p = c->payload + payload;
 	memcpy(p, &id, 4);
