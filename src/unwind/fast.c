@@ -866,9 +866,36 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	first_sp = sp;
 	if (!nested && use_cache) {
 		old = &sl->mem->memo[sl->cur];
-		rec = &sl->mem->memo[sl->cur ^ 1];
 		if (old->n == 0 || old->gen != g || old->hi != hi)
 			old = NULL;
+		/*
+		 * The last full walk started here, with the same skip and
+		 * max, and every word it read (those of the skipped frames
+		 * too) still holds: its frames are this walk's, and so is
+		 * its note. The case of a capture repeated at one place
+		 * (a tracepoint in a loop, an allocation site called again):
+		 * no step, nothing recorded. As the match in the loop below,
+		 * which it shortens: a memo that ended at max gives at most
+		 * its frames, one that ended by itself all of them.
+		 */
+		if (old && old->ip[0] == ip && old->sp[0] == sp && (old->bp[0] == bp || !old->bpdep[0]) &&
+		    old->skip0 == skip0 && old->max0 == max && old->n > (uint32_t)skip0) {
+			uint32_t avail = old->n - (uint32_t)skip0, take = avail, to;
+			if ((uint32_t)max <= avail) {
+				take = (uint32_t)max;
+				to = (uint32_t)skip0 + take - 1;
+			} else {
+				to = old->complete ? old->n : old->n - 1;
+			}
+			if ((take == (uint32_t)max || old->complete) && memo_check(old, 0, to, lo, hi) == to) {
+				copy_words(ips, &old->ip[skip0], take);
+				n = (int)take;
+				memo_frames += take;
+				noted = old;
+				goto out;
+			}
+		}
+		rec = &sl->mem->memo[sl->cur ^ 1];
 		/* Its note's words are void from now on. */
 		rec->seq++;
 		SIGFENCE();
