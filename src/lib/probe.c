@@ -138,7 +138,8 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	char *p = c->payload + payload;
 	memcpy(p, &id, 4);
 	p[4] = (char)depth;
-	memcpy(p + 5, ips, 8 * (size_t)depth);
+	if (depth)   /* the map's id alone, nearly always: no call for nothing */
+		memcpy(p + 5, ips, 8 * (size_t)depth);
 	if (flags & RINGTRACE__EVF_TRIGGER)
 		c->ext |= RINGTRACE__CTX_TRIGGER;
 	return 1;

@@ -153,6 +153,10 @@ struct ft_slot {
 	struct ft_mem *mem;          /* mmap'ed on first claim, kept for the slot */
 	uint32_t cur;                /* memo[cur] is the last full walk */
 	uintptr_t ip0, sp0;          /* the first state of the last walk */
+	/* The stack of the slot's thread, as rt_stack_region() keeps it
+	 * (rlo <= sp < rhi; empty: ask it). Cleared when a thread claims the
+	 * slot; written by the thread's outermost capture only. */
+	uintptr_t rlo, rhi;
 	struct ft_counters c;
 } __attribute__((aligned(64)));
 
@@ -248,6 +252,7 @@ static struct ft_slot *slot_get(void)
 			 * thread's stack (memo_check() reads them unchecked). */
 			sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
 		}
+		sl->rlo = sl->rhi = 0;       /* another thread's stack */
 		my_slot = i + 1;
 		if (slot_key_ok)
 			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
@@ -270,8 +275,11 @@ static struct ft_slot *slot_get(void)
 		my_slot = i + 1;
 		if (slot_key_ok)
 			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
+		sl->rlo = sl->rhi = 0;
+		if (!sl->mem)
+			return NULL;
 		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
-		return sl->mem ? sl : NULL;
+		return sl;
 	}
 	__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -727,7 +735,8 @@ RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t
  * samples at 16 frames). */
 typedef uintptr_t ft_v2 __attribute__((vector_size(2 * sizeof(uintptr_t))));
 
-static inline void copy_words(uintptr_t *restrict to, const uintptr_t *restrict from, uint32_t n)
+static inline __attribute__((always_inline)) void copy_words(uintptr_t *restrict to, const uintptr_t *restrict from,
+							      uint32_t n)
 {
 	uint32_t k = 0;
 	for (; k + 2 <= n; k += 2) {
@@ -755,8 +764,8 @@ static const uintptr_t no_word;
  * checked) when the memo was recorded on the same stack: inside the
  * mapping of the stack that holds the current stack pointer.
  */
-RT_NO_SANITIZE static uint32_t memo_check(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
-					  uintptr_t hi)
+RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
+										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t diff = 0;
 	for (uint32_t k = from; k < to; k++) {
@@ -818,9 +827,23 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		goto out;
 	}
 	struct rt_region r;
-	rt_stack_region(cur_sp, 1, &r);
+	if (sl->rlo <= cur_sp && cur_sp < sl->rhi) {
+		hi = sl->rhi;
+	} else {
+		/* With `current`, a range always (its page at least). */
+		int kept = rt_stack_region(cur_sp, 1, &r);
+		hi = r.hi;
+		if (kept == 1 && !nested) {
+			/* Empty while it changes: a handler in between
+			 * asks rt_stack_region() as well. */
+			sl->rhi = 0;
+			SIGFENCE();
+			sl->rlo = r.lo;
+			SIGFENCE();
+			sl->rhi = r.hi;
+		}
+	}
 	lo = cur_sp;
-	hi = r.hi;
 	uintptr_t sig, clo, chi;
 	rt_sigreturn_hint(&sig, &clo, &chi);
 	/*

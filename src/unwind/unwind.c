@@ -262,7 +262,9 @@ static int maps_find(uintptr_t addr, struct region *ret, int *ret_main)
  * The range that holds sp: from the cache, the sigaltstack, or
  * /proc/self/maps. `current` says sp is this thread's stack pointer now,
  * so its own page is known to be mapped (the last resort); an sp taken
- * from a signal frame has no such guarantee.
+ * from a signal frame has no such guarantee. Returns 1 for a range this
+ * thread keeps for its life (its own stack, cached), 0 for one valid now
+ * only, -1 when none is known.
  */
 RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region *ret)
 {
@@ -270,7 +272,7 @@ RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region 
 	for (int i = 0; i < 2; i++) {
 		if ((t->valid >> i & 1) && t->reg[i].lo <= sp && sp < t->reg[i].hi) {
 			*ret = t->reg[i];
-			return 0;
+			return 1;
 		}
 	}
 	stack_t ss;
@@ -304,7 +306,7 @@ RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region 
 			t->updating = 0;
 		}
 		*ret = r;
-		return 0;
+		return cache;
 	}
 	if (!current)
 		return -1;
@@ -460,7 +462,7 @@ static inline __attribute__((always_inline)) int lu_capture(uintptr_t *ips, int 
  * buf[0] of libunwind's capture is the return address into it too. */
 static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintptr_t sp, uintptr_t *ips, int max,
 							      int skip, int own, int method,
-							      struct rt_unwind_note *ret_note)
+							      struct rt_unwind_note *ret_note, int keep_errno)
 {
 	struct rt_unwind_note note_unused;
 	if (!ret_note)
@@ -473,7 +475,7 @@ static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintp
 		return -EINVAL;
 	if (max == 0)
 		return 0;
-	int saved_errno = errno;
+	int saved_errno = keep_errno ? errno : 0;
 	int n;
 	if (method == RT_UNWIND_FP) {
 		n = fp_walk(fp, sp, ips, max, skip);
@@ -498,7 +500,8 @@ static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintp
 	} else {
 		n = lu_capture(ips, max, skip);
 	}
-	errno = saved_errno;
+	if (keep_errno)
+		errno = saved_errno;
 	return n;
 }
 
@@ -517,14 +520,14 @@ static inline __attribute__((always_inline)) uintptr_t current_sp(void)
  * the return address into its caller. */
 __attribute__((noinline)) int rt_unwind(uintptr_t *ips, int max, int skip, int method)
 {
-	return unwind_from((uintptr_t)__builtin_frame_address(0), current_sp(), ips, max, skip, 0, method, NULL);
+	return unwind_from((uintptr_t)__builtin_frame_address(0), current_sp(), ips, max, skip, 0, method, NULL, 1);
 }
 
 __attribute__((noinline)) int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method,
 					    struct rt_unwind_note *ret_note)
 {
 	return unwind_from((uintptr_t)__builtin_frame_address(0), current_sp(), ips, max, skip, own, method,
-			   ret_note);
+			   ret_note, 0);
 }
 
 /* ---- init ------------------------------------------------------------------- */

@@ -153,7 +153,9 @@ static inline void rt_unwind_note_set(const struct rt_unwind_note *n, const uint
  * the allocation tracer's object (libringtrace-malloc.so) that follow,
  * which are not recorded either (readers drop them: src/analyze/frames.h).
  * The other methods capture as rt_unwind() does. *ret_note (if not NULL)
- * gets the note of the capture's frames, or a NULL cell.
+ * gets the note of the capture's frames, or a NULL cell. Unlike
+ * rt_unwind(), it may change errno: its caller (rb_stack_capture) keeps
+ * errno itself, once for the whole capture.
  */
 int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method, struct rt_unwind_note *ret_note);
 
