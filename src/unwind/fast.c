@@ -93,7 +93,7 @@ struct ft_cent {
 };
 
 struct ft_counters {
-	uint64_t captures, fast, frames, hits, misses, memo_frames, noted;
+	uint64_t captures, fast, frames, hits, misses, memo_frames, noted, repeats;
 	uint64_t fb[FT_FB_N];
 	uint64_t verified, mismatches, verify_skipped;
 };
@@ -552,6 +552,7 @@ int rt_unwind_get_stats(struct rt_unwind_stats *ret)
 	ret->cache_misses = c.misses;
 	ret->memo_frames = c.memo_frames;
 	ret->noted = c.noted;
+	ret->repeats = c.repeats;
 	ret->fb_bad_cfi = c.fb[FT_FB_BAD_CFI];
 	ret->fb_no_fde = c.fb[FT_FB_NO_FDE];
 	ret->fb_no_object = c.fb[FT_FB_NO_OBJECT];
@@ -630,13 +631,14 @@ __attribute__((destructor)) static void ft_write_stats(void)
 	char buf[4096];
 	int len = snprintf(buf, sizeof(buf),
 			   "unwind pid=%d verify=%d captures=%llu fast=%llu frames=%llu cache_hits=%llu "
-			   "cache_misses=%llu memo_frames=%llu noted=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
+			   "cache_misses=%llu memo_frames=%llu noted=%llu repeats=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
 			   "fb_no_slot=%llu fb_not_ready=%llu verified=%llu mismatches=%llu "
 			   "verify_skipped=%llu objects=%llu rows=%llu bad_rows=%llu refreshes=%llu\n",
 			   (int)getpid(), ft_verify, (unsigned long long)st.captures,
 			   (unsigned long long)st.fast, (unsigned long long)st.frames,
 			   (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses,
 			   (unsigned long long)st.memo_frames, (unsigned long long)st.noted,
+			   (unsigned long long)st.repeats,
 			   (unsigned long long)st.fb_bad_cfi, (unsigned long long)st.fb_no_fde,
 			   (unsigned long long)st.fb_no_object, (unsigned long long)st.fb_stack,
 			   (unsigned long long)st.fb_no_slot, (unsigned long long)st.fb_not_ready,
@@ -915,6 +917,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 				n = (int)take;
 				memo_frames += take;
 				noted = old;
+				CNT_ADD(cn->repeats, 1);
 				goto out;
 			}
 		}

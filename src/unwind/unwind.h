@@ -196,6 +196,7 @@ struct rt_unwind_stats {
 	uint64_t cache_misses;       /* rows looked up in an object's table */
 	uint64_t memo_frames;        /* frames taken from the thread's last walk */
 	uint64_t noted;              /* captures whose frames were the memo's (a note) */
+	uint64_t repeats;            /* ... of which found so at their first state (no step) */
 	uint64_t fb_bad_cfi;         /* fallbacks to libunwind, by cause */
 	uint64_t fb_no_fde;
 	uint64_t fb_no_object;
