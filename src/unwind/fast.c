@@ -182,7 +182,7 @@ static struct ft_counters retired;
 static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t refreshes, objects_now, rows_now, bad_rows_now;
 static unsigned long long seen_adds, seen_subs;
-static uint32_t want_refresh;        /* set by captures, read by rt_unwind_want_refresh */
+uint32_t rt_unwind_refresh_wanted;   /* set by captures, read by rt_unwind_want_refresh() (unwind.h) */
 
 static struct {
 	uint32_t n;
@@ -281,7 +281,7 @@ static struct ft_slot *slot_get(void)
 		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
 		return sl;
 	}
-	__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_unwind_refresh_wanted, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -520,17 +520,13 @@ int rt_unwind_refresh(void)
 	if (pthread_mutex_trylock(&writer) != 0)
 		return -EBUSY;
 	int saved_errno = errno;
-	__atomic_store_n(&want_refresh, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_unwind_refresh_wanted, 0, __ATOMIC_RELAXED);
 	int r = refresh_locked();
 	pthread_mutex_unlock(&writer);
 	errno = saved_errno;
 	return r;
 }
 
-int rt_unwind_want_refresh(void)
-{
-	return __atomic_load_n(&want_refresh, __ATOMIC_RELAXED) != 0;
-}
 
 /* ---- statistics ------------------------------------------------------------- */
 
@@ -1106,7 +1102,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		} else {
 			const struct cfi_table *t = snap_find(s, key);
 			if (!t) {
-				__atomic_store_n(&want_refresh, 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&rt_unwind_refresh_wanted, 1, __ATOMIC_RELAXED);
 				cause = FT_FB_NO_OBJECT;
 				goto out;
 			}
@@ -1185,8 +1181,10 @@ out:
 		sl->sp0 = first_sp;
 	}
 	CNT_ADD(cn->captures, 1);
-	CNT_ADD(cn->hits, hits);
-	CNT_ADD(cn->misses, misses);
+	if (hits)
+		CNT_ADD(cn->hits, hits);
+	if (misses)
+		CNT_ADD(cn->misses, misses);
 	CNT_ADD(cn->memo_frames, memo_frames);
 	if (cause < 0) {
 		CNT_ADD(cn->fast, 1);

@@ -142,10 +142,10 @@ static __thread struct unwind_tls rt_tls __attribute__((tls_model("initial-exec"
 
 /* ---- process-wide state, written once by init ---------------------------- */
 
-/* glibc's text, for recognising its sigreturn trampoline. */
-static uintptr_t libc_text_lo, libc_text_hi;
-/* The trampoline, once seen (relaxed: any thread may publish it). */
-static uintptr_t sigreturn_addr;
+/* glibc's text, for recognising its sigreturn trampoline, and the
+ * trampoline once seen (unwind_int.h). */
+uintptr_t rt_libc_text_lo, rt_libc_text_hi;
+uintptr_t rt_sigreturn_addr;
 
 static struct {
 	int (*backtrace)(void **, int);
@@ -326,7 +326,7 @@ int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret)
 /* mov $15,%rax (rt_sigreturn); syscall */
 static const unsigned char sigreturn_code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
 
-/* The trampoline if ra is it. `known` is sigreturn_addr as loaded once
+/* The trampoline if ra is it. `known` is rt_sigreturn_addr as loaded once
  * per walk: the globals are read once, not after every store into ips[]
  * (which may alias them as far as the compiler knows). */
 RT_NO_SANITIZE static int is_sigreturn(uintptr_t ra, uintptr_t known, uintptr_t clo, uintptr_t chi)
@@ -342,7 +342,7 @@ RT_NO_SANITIZE static int is_sigreturn(uintptr_t ra, uintptr_t known, uintptr_t 
 	for (size_t i = 0; i < sizeof(sigreturn_code); i++)
 		if (code[i] != sigreturn_code[i])
 			return 0;
-	__atomic_store_n(&sigreturn_addr, ra, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_sigreturn_addr, ra, __ATOMIC_RELAXED);
 	return 1;
 }
 #endif
@@ -350,19 +350,12 @@ RT_NO_SANITIZE static int is_sigreturn(uintptr_t ra, uintptr_t known, uintptr_t 
 RT_NO_SANITIZE int rt_is_sigreturn(uintptr_t ra)
 {
 #if defined(__x86_64__)
-	return is_sigreturn(ra, __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED), libc_text_lo,
-			    libc_text_hi);
+	return is_sigreturn(ra, __atomic_load_n(&rt_sigreturn_addr, __ATOMIC_RELAXED), rt_libc_text_lo,
+			    rt_libc_text_hi);
 #else
 	(void)ra;
 	return 0;
 #endif
-}
-
-void rt_sigreturn_hint(uintptr_t *ret_sig, uintptr_t *ret_lo, uintptr_t *ret_hi)
-{
-	*ret_sig = __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED);
-	*ret_lo = libc_text_lo;
-	*ret_hi = libc_text_hi;
 }
 
 RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restrict ips, int max,
@@ -375,8 +368,8 @@ RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restric
 	if (r.hi < sp + 16)
 		return 0;
 #if defined(__x86_64__)
-	uintptr_t sig = __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED);
-	const uintptr_t clo = libc_text_lo, chi = libc_text_hi;
+	uintptr_t sig = __atomic_load_n(&rt_sigreturn_addr, __ATOMIC_RELAXED);
+	const uintptr_t clo = rt_libc_text_lo, chi = rt_libc_text_hi;
 #endif
 	int n = 0;
 	/* Every pass stores or skips at least one address, so max + skip
@@ -544,8 +537,8 @@ static int libc_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			libc_text_lo = info->dlpi_addr + ph->p_vaddr;
-			libc_text_hi = libc_text_lo + ph->p_memsz;
+			rt_libc_text_lo = info->dlpi_addr + ph->p_vaddr;
+			rt_libc_text_hi = rt_libc_text_lo + ph->p_memsz;
 			return 1;
 		}
 	}
@@ -833,6 +826,6 @@ int rt_unwind_get_info(struct rt_unwind_info *ret)
 	ret->libunwind = ready;
 	ret->static_tls = ready ? lu.static_tls : 0;
 	ret->tables = ready ? lu.tables : 0;
-	ret->sigreturn = __atomic_load_n(&sigreturn_addr, __ATOMIC_RELAXED);
+	ret->sigreturn = __atomic_load_n(&rt_sigreturn_addr, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -185,8 +185,14 @@ int rt_unwind_refresh(void);
 
 /* 1 when a capture met an address in no listed object (or found no free
  * per-thread slot) since the last refresh: a caller in normal context
- * should call rt_unwind_refresh(). Async-signal-safe. */
-int rt_unwind_want_refresh(void);
+ * should call rt_unwind_refresh(). Async-signal-safe; inline, as every
+ * capture asks (the flag is fast.c's, relaxed: a hint). */
+extern uint32_t rt_unwind_refresh_wanted;
+
+static inline int rt_unwind_want_refresh(void)
+{
+	return __atomic_load_n(&rt_unwind_refresh_wanted, __ATOMIC_RELAXED) != 0;
+}
 
 struct rt_unwind_stats {
 	uint64_t captures;           /* table walks started */

@@ -24,8 +24,17 @@ int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret);
 int rt_is_sigreturn(uintptr_t ra);
 /* The trampoline if known (else 0) and libc's text, where it must be: a
  * walk tests ip == sig, or calls rt_is_sigreturn() for an ip in libc's
- * text while sig is 0. */
-void rt_sigreturn_hint(uintptr_t *ret_sig, uintptr_t *ret_lo, uintptr_t *ret_hi);
+ * text while sig is 0. libc's text is set once by init, before any walk;
+ * the trampoline is published by whichever thread sees it first
+ * (relaxed: a walk that reads 0 tests the bytes, which say the same). */
+extern uintptr_t rt_libc_text_lo, rt_libc_text_hi, rt_sigreturn_addr;
+
+static inline void rt_sigreturn_hint(uintptr_t *ret_sig, uintptr_t *ret_lo, uintptr_t *ret_hi)
+{
+	*ret_sig = __atomic_load_n(&rt_sigreturn_addr, __ATOMIC_RELAXED);
+	*ret_lo = rt_libc_text_lo;
+	*ret_hi = rt_libc_text_hi;
+}
 
 /* fast.c: set-up from rt_unwind_init() (normal context, after libunwind). */
 void ft_init(void);
