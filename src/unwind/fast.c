@@ -131,6 +131,12 @@ struct ft_memo {
 	 * value differs from call to call: the match ignores it where the
 	 * walk does not read it. */
 	uint8_t cfa_rbp[FT_MEMO_MAX], bpdep[FT_MEMO_MAX];
+	/* The same words as one list in step order, made when the walk is
+	 * whole: steps [k, j) read words [ci[k], ci[j]) of it. A check reads
+	 * two words of the memo and one of the stack per word read, with no
+	 * test of which words each step read. */
+	uint16_t ci[FT_MEMO_MAX + 1];
+	uintptr_t ca[2 * FT_MEMO_MAX], cv[2 * FT_MEMO_MAX];
 };
 
 /* The second cache, indexed by the frame's stack address (sp / 16), not
@@ -751,9 +757,6 @@ static inline __attribute__((always_inline)) void copy_words(uintptr_t *restrict
 		to[k] = from[k];
 }
 
-/* Stands for a word a step did not read (address 0 in the memo). */
-static const uintptr_t no_word;
-
 /*
  * The same, the common case first: all words still the same, found
  * without a branch per word. Safe to read without checks: the words of a
@@ -766,12 +769,8 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
 										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t diff = 0;
-	for (uint32_t k = from; k < to; k++) {
-		uintptr_t a = m->wa[k], b = m->ba[k];
-		const uintptr_t *pa = a ? (const uintptr_t *)a : &no_word;
-		const uintptr_t *pb = b ? (const uintptr_t *)b : &no_word;
-		diff |= (*pa ^ (a ? m->wv[k] : 0)) | (*pb ^ (b ? m->bv[k] : 0));
-	}
+	for (uint32_t i = m->ci[from], end = m->ci[to]; i < end; i++)
+		diff |= *(const uintptr_t *)m->ca[i] ^ m->cv[i];
 	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
@@ -1166,6 +1165,19 @@ out:
 			dep = rec->cfa_rbp[k] || (!rec->ba[k] && dep);
 			rec->bpdep[k] = dep;
 		}
+		uint32_t w = 0;
+		for (uint32_t k = 0; k <= pos; k++) {
+			rec->ci[k] = (uint16_t)w;
+			if (rec->ba[k]) {
+				rec->ca[w] = rec->ba[k];
+				rec->cv[w++] = rec->bv[k];
+			}
+			if (rec->wa[k]) {
+				rec->ca[w] = rec->wa[k];
+				rec->cv[w++] = rec->wv[k];
+			}
+		}
+		rec->ci[pos + 1] = (uint16_t)w;
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;
