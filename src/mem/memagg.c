@@ -16,10 +16,11 @@
  * whatever the run time. A block that finds no entry is counted as
  * untracked (its free is then an unknown free), never waited for.
  *
- * The counters move through the thread's cache (mem_agg.h says why and
- * how): a call is a CAS in the live-block table and plain adds to memory
- * only its thread writes, but every MEMAGG_FLUSH calls or on a change of
- * key, when the sums go to the slot and the header with atomic adds.
+ * The counters move through the thread's caches, its MEMAGG_WAYS ways
+ * (mem_agg.h says why and how): a call is a CAS in the live-block table
+ * and plain adds to memory only its thread writes, but when its row's way
+ * held another row, or every MEMAGG_FLUSH calls of the thread, when the
+ * sums go to the slots and the header with atomic adds.
  *
  * Nothing here allocates, locks, blocks or makes a system call after
  * attach. The wrappers call in with in_hook set, so a signal handler that
@@ -243,10 +244,9 @@ static inline void c_max(int64_t *p, uint64_t v)
 		__atomic_store_n(p, (int64_t)v, __ATOMIC_RELAXED);
 }
 
-/* Move the cache's sums into its slot and the header; empty it. */
-static __attribute__((noinline)) void flush(struct memagg_cache *c)
+/* Move the cache's sums of its row into the row's slot; empty them. */
+static void flush_row(struct memagg_cache *c)
 {
-	struct memagg_header *h = memagg_hdr;
 	uint32_t si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
 	if (si == MEMAGG_CACHE_NONE || si > slot_mask)
 		return;
@@ -262,16 +262,30 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 		if (*from[i])
 			add(to[i], *from[i]);
 	/* The live sums only when there are some: an exact row's way (no
-	 * live figures) leaves the header's line alone, which every thread
-	 * shares. */
-	uint64_t before;
+	 * live figures) leaves them alone. */
 	if (c->live_req || c->peak > 0) {
-		before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
+		uint64_t before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
 		if (c->peak > 0)
 			raise_to(&s->peak_req, before + (uint64_t)c->peak);
 	}
+	/* Readers add what is here to the slot: empty it field by field
+	 * (one may see a sum in both places for an instant). */
+	uint64_t *all[] = { &c->fams, &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_req,
+			    &c->live_usable, &c->xcpu, &c->mismatched };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		__atomic_store_n(all[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->peak, 0, __ATOMIC_RELAXED);
+}
+
+/* Move the cache's sums of the whole heap into the header, taking the
+ * heap's peak; empty them. Readers fold them only from a cache that
+ * holds a row (memagg_fold): the caller's does. */
+static void flush_heap(struct memagg_cache *c)
+{
+	struct memagg_header *h = memagg_hdr;
 	if (c->glive_usable)
 		add(&h->live_usable, c->glive_usable);
+	uint64_t before;
 	if (!c->glive_req && c->gpeak <= 0)
 		before = 0; /* nothing to move, no peak to take */
 	else
@@ -285,14 +299,19 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
 	}
-	/* Readers add what is here to the slot: empty it field by field
-	 * (one may see a sum in both places for an instant). */
-	uint64_t *all[] = { &c->fams, &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_req,
-			    &c->live_usable, &c->xcpu, &c->mismatched, &c->glive_req, &c->glive_usable };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		__atomic_store_n(all[i], 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->peak, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->glive_req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->glive_usable, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->gpeak, 0, __ATOMIC_RELAXED);
+}
+
+/* Move all the cache's sums into its slot and the header; empty it. */
+static __attribute__((noinline)) void flush(struct memagg_cache *c)
+{
+	uint32_t si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+	if (si == MEMAGG_CACHE_NONE || si > slot_mask)
+		return;
+	flush_row(c);
+	flush_heap(c);
 	__atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
 }
 
@@ -340,10 +359,112 @@ static void direct(struct memagg_cache *tmp, uint32_t si)
 	flush(tmp);
 }
 
+/* ---- a thread's ways --------------------------------------------------------
+ *
+ * MEMAGG_WAYS caches claimed at once from the block's (the cursor moves by
+ * MEMAGG_WAYS); readers fold them as any cache. Each holds the pending
+ * sums of one row, the row's way chosen by a hash: of the slot in the
+ * full mode (a free knows only its block's slot), of the call site for
+ * the sampled mode's exact rows (memagg_count). Threads that find no
+ * MEMAGG_WAYS caches left (more than MEMAGG_CACHES / MEMAGG_WAYS threads)
+ * count through one cache, or with atomics.
+ */
+__thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
+__thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
+	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
+};
+/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
+static __thread int ways_none __attribute__((tls_model("initial-exec")));
+static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
+static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
+
+/* Calls of this thread since its ways' last flush (the full mode). */
+static __thread uint32_t ways_ops __attribute__((tls_model("initial-exec")));
+
+/* Forget this thread's ways and memo (a forked child's new block). */
+static void ways_reset(void)
+{
+	memagg_ways = NULL;
+	ways_none = 0;
+	ways_ops = 0;
+	memo_site = 0;
+	memo_slot = 0;
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
+}
+
+static int ways_claim(void)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
+		ways_none = 1;
+		return 0;
+	}
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	/* Way 0 carries the thread's sums of the whole heap (the full mode)
+	 * and readers fold a cache only when it names a row: it names the
+	 * overflow row until a row takes it (its sums for that row are 0). */
+	__atomic_store_n(&caches[k].slot, 0, __ATOMIC_RELAXED);
+	memagg_ways = &caches[k];
+	return 1;
+}
+
+/*
+ * The full mode's way for slot SI, its sums of another row flushed first,
+ * or NULL when the thread has no ways. The thread's sums of the whole
+ * heap stay in way 0, whatever row it holds: the heap's peak is the
+ * highest of the thread's whole live delta, not of a way's share. Every
+ * MEMAGG_FLUSH calls of the thread, all its ways are flushed: the peaks
+ * are taken then, and a row a way keeps for long does not wait for
+ * another to take its way.
+ */
+static __attribute__((noinline)) void ways_flush(struct memagg_cache *w)
+{
+	for (unsigned i = 0; i < MEMAGG_WAYS; i++)
+		flush_row(&w[i]);
+	flush_heap(&w[0]);
+	ways_ops = 0;
+}
+
+static inline struct memagg_cache *way_for(uint32_t si)
+{
+	struct memagg_cache *w = memagg_ways;
+	if (__builtin_expect(!w, 0)) {
+		if (ways_none || !ways_claim())
+			return NULL;
+		w = memagg_ways;
+	}
+	if (__builtin_expect(++ways_ops > MEMAGG_FLUSH, 0))
+		ways_flush(w);
+	unsigned k = memagg_way_of(si);
+	struct memagg_cache *c = &w[k];
+	if (__builtin_expect(__atomic_load_n(&c->slot, __ATOMIC_RELAXED) != si, 0)) {
+		flush_row(c);
+		__atomic_store_n(&c->slot, si, __ATOMIC_RELAXED);
+		memagg_way_site[k] = MEMAGG_WAY_EMPTY; /* no exact row's site any more */
+	}
+	return c;
+}
+
+/* Where this call's sums go: *ret_heap for the whole heap's, the return
+ * for the row's (one cache, or *tmp zeroed, without ways). */
+static inline struct memagg_cache *full_for(uint32_t si, struct memagg_cache *tmp, struct memagg_cache **ret_heap)
+{
+	struct memagg_cache *c = way_for(si);
+	if (__builtin_expect(c != NULL, 1)) {
+		*ret_heap = memagg_ways;
+		return c;
+	}
+	c = counters_for(si, tmp);
+	*ret_heap = c;
+	return c;
+}
+
 void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key)
 {
 	uint32_t si = slot_of(key);
-	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	struct memagg_cache tmp, *g, *c = full_for(si, &tmp, &g);
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
 	if (!ptr) {
@@ -355,9 +476,9 @@ void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t 
 		c_add(&c->live_req, size);
 		c_add(&c->live_usable, usable);
 		c_max(&c->peak, c->live_req);
-		c_add(&c->glive_req, size);
-		c_add(&c->glive_usable, usable);
-		c_max(&c->gpeak, c->glive_req);
+		c_add(&g->glive_req, size);
+		c_add(&g->glive_usable, usable);
+		c_max(&g->gpeak, g->glive_req);
 	}
 	if (c == &tmp)
 		direct(&tmp, si);
@@ -386,12 +507,12 @@ void memagg_release(const struct memagg_blk *b, int free_class, size_t usable)
 {
 	uint32_t si = LB_SLOT(b->info) & slot_mask;
 	uint64_t size = LB_SIZE(b->info) == UINT32_MAX ? usable : LB_SIZE(b->info);
-	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	struct memagg_cache tmp, *g, *c = full_for(si, &tmp, &g);
 	c_add(&c->frees, 1);
 	c_add(&c->live_req, -size);
 	c_add(&c->live_usable, -(uint64_t)usable);
-	c_add(&c->glive_req, -size);
-	c_add(&c->glive_usable, -(uint64_t)usable);
+	c_add(&g->glive_req, -size);
+	c_add(&g->glive_usable, -(uint64_t)usable);
 	if (free_class && (int)LB_CLASS(b->info) != free_class)
 		c_add(&c->mismatched, 1);
 	if (LB_CPU(b->info) != cpu_now())
@@ -412,48 +533,13 @@ void memagg_free(void *ptr, int free_class, size_t usable)
 /* ---- sampling (memsample.c; the rows are described in mem_agg.h) ---------- */
 
 /*
- * The exact rows (memagg_count in memagg.h; the fast path is there). The
- * thread's ways are MEMAGG_WAYS caches claimed at once from the block's
- * (the cursor moves by MEMAGG_WAYS); readers fold them as any cache. A
- * way keeps its site's sums until another site takes it (its sums then
- * flushed to the row): no periodic flush, an exact row has no live figure
- * or peak to follow. Threads that find no MEMAGG_WAYS caches left (more
- * than MEMAGG_CACHES / MEMAGG_WAYS threads) count through one cache, or
- * with atomics, as the full mode does, remembering their last site's row.
+ * The exact rows (memagg_count in memagg.h; the fast path is there), in
+ * the thread's ways (above), the way chosen by the call site. A way keeps
+ * its site's sums until another site takes it (its sums then flushed to
+ * the row): no periodic flush, an exact row has no live figure or peak to
+ * follow. Without ways, one cache or atomics, as in the full mode,
+ * remembering the last site's row.
  */
-__thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
-__thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
-	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
-};
-/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
-static __thread int ways_none __attribute__((tls_model("initial-exec")));
-static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
-static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
-
-/* Forget this thread's ways and memo (a forked child's new block). */
-static void ways_reset(void)
-{
-	memagg_ways = NULL;
-	ways_none = 0;
-	memo_site = 0;
-	memo_slot = 0;
-	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
-}
-
-static int ways_claim(void)
-{
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
-		ways_none = 1;
-		return 0;
-	}
-	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	memagg_ways = &caches[k];
-	return 1;
-}
-
 void memagg_count_slow(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
 {
 	struct memagg_cache tmp, *c;
