@@ -63,14 +63,14 @@ void memagg_sample_untracked(void);
 
 /*
  * A thread's ways: MEMAGG_WAYS caches of its own (claimed at once from the
- * block's, mem_agg.h), each holding the sums of one row. The full mode
- * (memagg_alloc, memagg_release) chooses a row's way by the hash of its
- * slot; the sampled mode's exact rows, inline below, by the hash of the
- * call site: every allocation of a sampled aggregate comes here.
- * memagg_ways is NULL until the thread has them (memagg_count_slow and
- * the full mode claim them, and count with one cache or with atomics when
- * none are left), and memagg_way_site[w] is the site way w counts for an
- * exact row, or MEMAGG_WAY_EMPTY. A call at a site its way holds is three
+ * block's, mem_agg.h), each holding the sums of one row, the row's way
+ * chosen by a hash. The full mode (memagg_alloc, memagg_release, in
+ * memagg.c) hashes the row's slot. The sampled mode's exact rows, inline
+ * below, hash the call site: every allocation of a sampled aggregate
+ * comes here. memagg_ways is NULL until the thread has them
+ * (memagg_count_slow claims them, and counts with one cache or with
+ * atomics when none are left), and memagg_way_site[w] is the site way w
+ * counts, or MEMAGG_WAY_EMPTY. A call at a site its way holds is three
  * additions to memory only this thread writes: no hash of the row table,
  * no atomic, no flush.
  */
