@@ -22,25 +22,28 @@
  * the full mode a spare, where a row put out of its way waits until the
  * next such change. It adds to them with plain stores, only it writes
  * there, and moves a cache's sums into its slot with atomic adds when
- * another row takes the way, all of them every MEMAGG_FLUSH calls of the
- * thread, and when the thread ends: a LOCKed instruction per call costs
- * more than the rest of the accounting (bench/mem.sh), consecutive calls
- * often have different rows (stacks above all), and two threads
- * allocating at the same site would bounce the slot's lines at every
- * call. The thread's sums of the whole heap (glive_*, gpeak) are kept in
- * one of its caches only, whatever row that one holds (it names the
- * overflow row until a row takes it, so that readers fold it), and move
- * to the header with the periodic flush. The pending sums are in shared
- * memory, so readers add them to the slots: nothing is missing when the
- * program stops, whatever thread held them. The peaks are taken when the
- * sums move (the highest pending value is kept with them): exact for one
- * thread, within one flush's calls (MEMAGG_FLUSH of the thread's) for
- * several. Threads that find no ways left count through one cache
- * (claimed alone), flushed on a change of row or after MEMAGG_FLUSH
- * calls, and without one use the atomics directly. Readers see each
- * counter at some moment; a row read while the program runs may be off
- * by the calls in flight (a sum moving counts twice for an instant). Who reads: `ringtrace top` (another process, while the program
- * runs), `ringtrace report` (a copy, after). Readers treat every field as
+ * another row takes the way; in the full mode also all of them every
+ * MEMAGG_FLUSH calls of the thread and when the thread ends. A LOCKed
+ * instruction per call costs more than the rest of the accounting
+ * (bench/mem.sh), consecutive calls often have different rows (stacks
+ * above all), and two threads allocating at the same site would bounce
+ * the slot's lines at every call. The thread's sums of the whole heap
+ * (glive_*, gpeak) are kept in one of its caches only, whatever row that
+ * one holds (it names the overflow row until a row takes it, so that
+ * readers fold it), and move to the header with the periodic flush. The
+ * pending sums are in shared memory, so readers add them to the slots:
+ * nothing is missing when the program stops, whatever thread held them.
+ * The peaks are taken when the sums move (the highest pending value is
+ * kept with them): exact for one thread, within one flush's calls
+ * (MEMAGG_FLUSH of the thread's) for several. Threads that find no ways
+ * left count through one cache (claimed alone), flushed on a change of
+ * row or after MEMAGG_FLUSH calls, and without one use the atomics
+ * directly. Readers see each counter at some moment; a row read while the
+ * program runs may be off by the calls in flight (a sum moving counts
+ * twice for an instant).
+ *
+ * Who reads: `ringtrace top` (another process, while the program runs),
+ * `ringtrace report` (a copy, after). Readers treat every field as
  * untrusted: the header is validated (memagg_check) and a key is used only
  * once its slot's `key` is nonzero.
  */
