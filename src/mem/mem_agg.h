@@ -15,23 +15,35 @@
  * overflow slot (key MEMAGG_KEY_OTHER): calls whose key found no slot in
  * MEMAGG_PROBES probes are counted there.
  *
- * Who writes: every thread of the program. A thread that got a cache
- * (claimed once, by a fetch-add on cache_cursor) adds to it with plain
- * stores, only it writes there, and moves its sums into the key's slot and
- * the header with atomic adds when its next call has another key or after
- * MEMAGG_FLUSH calls: a LOCKed instruction per call costs more than the
- * rest of the accounting (bench/mem.sh), and two threads allocating at
- * the same site would bounce the slot's lines at every call. The pending
- * sums are in shared memory, so readers add them to the slots: nothing is
- * missing when the program stops, whatever thread held them. The peaks
- * are taken when the sums move (the highest pending value is kept with
- * them): exact for one thread, within one flush's calls for several.
- * Threads without a cache use the atomics directly. Under sampling the
- * exact rows are counted so too, a thread claiming MEMAGG_WAYS caches at
- * once (memagg.h), one call site each. Readers see each
- * counter at some moment; a row read while the program runs may be off by
- * the calls in flight (a sum moving counts twice for an instant). Who reads: `ringtrace top` (another process, while the program
- * runs), `ringtrace report` (a copy, after). Readers treat every field as
+ * Who writes: every thread of the program. A thread claims a few caches
+ * at once (a fetch-add on cache_cursor; memagg.c): MEMAGG_WAYS ways, each
+ * holding the pending sums of one row, the row whose slot (or, for the
+ * sampled mode's exact rows, whose call site) hashes to that way, and in
+ * the full mode a spare, where a row put out of its way waits until the
+ * next such change. It adds to them with plain stores, only it writes
+ * there, and moves a cache's sums into its slot with atomic adds when
+ * another row takes the way; in the full mode also all of them every
+ * MEMAGG_FLUSH calls of the thread and when the thread ends. A LOCKed
+ * instruction per call costs more than the rest of the accounting
+ * (bench/mem.sh), consecutive calls often have different rows (stacks
+ * above all), and two threads allocating at the same site would bounce
+ * the slot's lines at every call. The thread's sums of the whole heap
+ * (glive_*, gpeak) are kept in one of its caches only, whatever row that
+ * one holds (it names the overflow row until a row takes it, so that
+ * readers fold it), and move to the header with the periodic flush. The
+ * pending sums are in shared memory, so readers add them to the slots:
+ * nothing is missing when the program stops, whatever thread held them.
+ * The peaks are taken when the sums move (the highest pending value is
+ * kept with them): exact for one thread, within one flush's calls
+ * (MEMAGG_FLUSH of the thread's) for several. Threads that find no ways
+ * left count through one cache (claimed alone), flushed on a change of
+ * row or after MEMAGG_FLUSH calls, and without one use the atomics
+ * directly. Readers see each counter at some moment; a row read while the
+ * program runs may be off by the calls in flight (a sum moving counts
+ * twice for an instant).
+ *
+ * Who reads: `ringtrace top` (another process, while the program runs),
+ * `ringtrace report` (a copy, after). Readers treat every field as
  * untrusted: the header is validated (memagg_check) and a key is used only
  * once its slot's `key` is nonzero.
  */
@@ -138,7 +150,9 @@ _Static_assert(sizeof(struct memagg_slot) == 128, "two cache lines");
 /*
  * A thread's pending sums for one slot and for the header (modular: the
  * live deltas may be "negative"). peak and gpeak: the highest value the
- * live delta reached since the last flush, as a signed number.
+ * live delta reached since the last flush, as a signed number. Of a
+ * thread's caches, only one has header sums (glive_*, gpeak); the others
+ * keep them 0.
  */
 struct memagg_cache {
 	uint32_t slot;               /* MEMAGG_CACHE_NONE: nothing pending */

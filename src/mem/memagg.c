@@ -16,10 +16,11 @@
  * whatever the run time. A block that finds no entry is counted as
  * untracked (its free is then an unknown free), never waited for.
  *
- * The counters move through the thread's cache (mem_agg.h says why and
- * how): a call is a CAS in the live-block table and plain adds to memory
- * only its thread writes, but every MEMAGG_FLUSH calls or on a change of
- * key, when the sums go to the slot and the header with atomic adds.
+ * The counters move through the thread's caches, its MEMAGG_WAYS ways
+ * (mem_agg.h says why and how): a call is a CAS in the live-block table
+ * and plain adds to memory only its thread writes, but when its row's way
+ * held another row, or every MEMAGG_FLUSH calls of the thread, when the
+ * sums go to the slots and the header with atomic adds.
  *
  * Nothing here allocates, locks, blocks or makes a system call after
  * attach. The wrappers call in with in_hook set, so a signal handler that
@@ -27,6 +28,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,12 +67,30 @@ struct live_blk {
 static struct live_blk *live;
 static uint64_t live_mask;
 
+/*
+ * The rows of stack keys, by stack id (the full mode with --stacks): 0
+ * not known yet. A stack's row needs a look-up in the row table, a cache
+ * miss per call when thousands of stacks take two cache lines each;
+ * the ids are small and dense (the stack map's elements), and this array
+ * of them stays in the caches. A slot keeps its key for the block's life,
+ * so an entry never changes once set: threads that race set the same
+ * value. Private memory, mapped at attach (address space reserved, pages
+ * touched as ids come); NULL if that failed.
+ */
+#define ID_MEMO (UINT32_C(1) << 20)
+static uint32_t *id_slot;
+
 static struct memagg_cache *caches;
 /* This thread's cache: -1 none claimed yet, -2 none left (atomics then). */
 static __thread int32_t my_cache __attribute__((tls_model("initial-exec"))) = -1;
 
 
 static int attach_fd(long fd);
+
+/* A thread's flush when it ends (fw_exit(), with the full mode's ways). */
+static pthread_key_t fw_key;
+static int fw_key_ok;
+static void fw_exit(void *v);
 
 int memagg_attach(void)
 {
@@ -116,6 +136,9 @@ static int attach_fd(long fd)
 	}
 	live = t;
 	live_mask = blocks - 1;
+	t = mmap(NULL, ID_MEMO * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	id_slot = t == MAP_FAILED ? NULL : t;
 	slots = s;
 	slot_mask = n - 1;
 	caches = memagg_caches(mem, __builtin_ctz(n));
@@ -128,6 +151,9 @@ static int attach_fd(long fd)
 	 * /proc/PID/fd. Not inherited by programs this one executes. */
 	fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 	agg_fd = (int)fd;
+	/* Once per process (a forked child inherits the key). */
+	if (!fw_key_ok && pthread_key_create(&fw_key, fw_exit) == 0)
+		fw_key_ok = fw_key < 32;
 	__atomic_store_n(&memagg_hdr, h, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -153,6 +179,23 @@ static inline uint32_t slot_of(uint64_t key)
 	}
 	__atomic_fetch_add(&memagg_hdr->keys_full, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* The slot of KEY, by its stack id's memo when it has one. */
+static inline uint32_t slot_memo(uint64_t key)
+{
+	uint64_t id = key & ~MEMAGG_KEY_STACK;
+	if (!(key & MEMAGG_KEY_STACK) || id >= ID_MEMO || !id_slot)
+		return slot_of(key);
+	/* Relaxed: every thread stores the same value for an id. */
+	uint32_t si = __atomic_load_n(&id_slot[id], __ATOMIC_RELAXED);
+	if (__builtin_expect(si != 0, 1))
+		return si;
+	si = slot_of(key);
+	/* Not kept for the overflow row: the key may find a row later. */
+	if (si)
+		__atomic_store_n(&id_slot[id], si, __ATOMIC_RELAXED);
+	return si;
 }
 
 static inline void add(uint64_t *p, uint64_t v)
@@ -243,10 +286,9 @@ static inline void c_max(int64_t *p, uint64_t v)
 		__atomic_store_n(p, (int64_t)v, __ATOMIC_RELAXED);
 }
 
-/* Move the cache's sums into its slot and the header; empty it. */
-static __attribute__((noinline)) void flush(struct memagg_cache *c)
+/* Move the cache's sums of its row into the row's slot; empty them. */
+static void flush_row(struct memagg_cache *c)
 {
-	struct memagg_header *h = memagg_hdr;
 	uint32_t si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
 	if (si == MEMAGG_CACHE_NONE || si > slot_mask)
 		return;
@@ -262,16 +304,30 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 		if (*from[i])
 			add(to[i], *from[i]);
 	/* The live sums only when there are some: an exact row's way (no
-	 * live figures) leaves the header's line alone, which every thread
-	 * shares. */
-	uint64_t before;
+	 * live figures) leaves them alone. */
 	if (c->live_req || c->peak > 0) {
-		before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
+		uint64_t before = __atomic_fetch_add(&s->live_req, c->live_req, __ATOMIC_RELAXED);
 		if (c->peak > 0)
 			raise_to(&s->peak_req, before + (uint64_t)c->peak);
 	}
+	/* Readers add what is here to the slot: empty it field by field
+	 * (one may see a sum in both places for an instant). */
+	uint64_t *all[] = { &c->fams, &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_req,
+			    &c->live_usable, &c->xcpu, &c->mismatched };
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		__atomic_store_n(all[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->peak, 0, __ATOMIC_RELAXED);
+}
+
+/* Move the cache's sums of the whole heap into the header, taking the
+ * heap's peak; empty them. Readers fold them only from a cache that
+ * holds a row (memagg_fold): the caller's does. */
+static void flush_heap(struct memagg_cache *c)
+{
+	struct memagg_header *h = memagg_hdr;
 	if (c->glive_usable)
 		add(&h->live_usable, c->glive_usable);
+	uint64_t before;
 	if (!c->glive_req && c->gpeak <= 0)
 		before = 0; /* nothing to move, no peak to take */
 	else
@@ -285,14 +341,19 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
 	}
-	/* Readers add what is here to the slot: empty it field by field
-	 * (one may see a sum in both places for an instant). */
-	uint64_t *all[] = { &c->fams, &c->allocs, &c->failed, &c->frees, &c->req, &c->usable, &c->live_req,
-			    &c->live_usable, &c->xcpu, &c->mismatched, &c->glive_req, &c->glive_usable };
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		__atomic_store_n(all[i], 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->peak, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->glive_req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->glive_usable, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->gpeak, 0, __ATOMIC_RELAXED);
+}
+
+/* Move all the cache's sums into its slot and the header; empty it. */
+static __attribute__((noinline)) void flush(struct memagg_cache *c)
+{
+	uint32_t si = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+	if (si == MEMAGG_CACHE_NONE || si > slot_mask)
+		return;
+	flush_row(c);
+	flush_heap(c);
 	__atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
 }
 
@@ -340,10 +401,194 @@ static void direct(struct memagg_cache *tmp, uint32_t si)
 	flush(tmp);
 }
 
+/* ---- the sampled mode's ways ------------------------------------------------
+ *
+ * MEMAGG_WAYS caches claimed at once from the block's (the cursor moves by
+ * MEMAGG_WAYS); readers fold them as any cache. Each holds the pending
+ * sums of one exact row (memagg_count), the row's way chosen by the hash
+ * of its call site. Threads that find no MEMAGG_WAYS caches left (more
+ * than MEMAGG_CACHES / MEMAGG_WAYS threads) count through one cache, or
+ * with atomics.
+ */
+__thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
+__thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
+	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
+};
+/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
+static __thread int ways_none __attribute__((tls_model("initial-exec")));
+static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
+static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
+
+static int ways_claim(void)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
+		ways_none = 1;
+		return 0;
+	}
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	memagg_ways = &caches[k];
+	return 1;
+}
+
+/* ---- the full mode's ways ---------------------------------------------------
+ *
+ * A thread of the full mode claims FW_CACHES caches at once (the cursor
+ * moves by FW_CACHES): MEMAGG_WAYS ways, each holding the pending sums of
+ * one row, the row's way chosen by the hash of its slot (a free knows only
+ * its block's slot), and a spare. When a row takes a way, the way's cache
+ * becomes the spare, its sums still pending, and the spare of before,
+ * flushed, becomes the way: the sums of a row put out of its way move to
+ * the row's slot only at the next such change, by when the prefetch of
+ * the slot's lines issued now has brought them (a flush's LOCKed adds to
+ * a slot not in the caches stalled the call for the whole miss: under
+ * --stacks, thousands of rows of two lines each). A row's sums move to
+ * its slot in the order they were counted (its peak is taken against the
+ * slot's live figure): the spares are flushed oldest first, and before
+ * the ways at the periodic flush. With one spare, a row can come back to
+ * its way only by putting another row out, which flushes the spare first.
+ *
+ * The thread's sums of the whole heap (glive_*, gpeak) stay in one cache,
+ * fw_heap, whatever row it holds: the heap's peak is the highest of the
+ * thread's whole live delta, not of a way's share. That cache names the
+ * overflow row until a row takes it, as readers fold only a cache that
+ * names a row. Every MEMAGG_FLUSH calls of the thread, all its caches
+ * are flushed: the peaks are taken then, and a row a way keeps for long
+ * does not wait for another to take its way. Threads that find no caches
+ * left count through one cache, or with atomics (cache_for).
+ */
+#define FW_SPARES 1
+#define FW_CACHES (MEMAGG_WAYS + FW_SPARES)
+static __thread struct memagg_cache *fw_way[MEMAGG_WAYS] __attribute__((tls_model("initial-exec")));
+static __thread struct memagg_cache *fw_spare[FW_SPARES] __attribute__((tls_model("initial-exec")));
+static __thread unsigned fw_next __attribute__((tls_model("initial-exec"))); /* the oldest spare */
+static __thread struct memagg_cache *fw_heap __attribute__((tls_model("initial-exec"))); /* NULL: none yet */
+static __thread int fw_none __attribute__((tls_model("initial-exec")));   /* 1: none left */
+static __thread uint32_t fw_ops __attribute__((tls_model("initial-exec"))); /* calls since the flush */
+
+/* Forget this thread's ways and memo (a forked child's new block). */
+static void ways_reset(void)
+{
+	memagg_ways = NULL;
+	ways_none = 0;
+	memo_site = 0;
+	memo_slot = 0;
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
+	fw_heap = NULL;
+	fw_none = 0;
+	fw_ops = 0;
+}
+
+static int fw_claim(void)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, FW_CACHES, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - FW_CACHES) {
+		fw_none = 1;
+		return 0;
+	}
+	for (unsigned i = 0; i < FW_CACHES; i++)
+		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	__atomic_store_n(&caches[k].slot, 0, __ATOMIC_RELAXED);
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		fw_way[w] = &caches[k + w];
+	for (unsigned i = 0; i < FW_SPARES; i++)
+		fw_spare[i] = &caches[k + MEMAGG_WAYS + i];
+	fw_next = 0;
+	fw_heap = &caches[k];
+	if (fw_key_ok)
+		pthread_setspecific(fw_key, (void *)1);
+	return 1;
+}
+
+/* The spares oldest first, then the ways (above: in the order counted). */
+static __attribute__((noinline)) void fw_flush(struct memagg_cache *heap)
+{
+	for (unsigned i = 0; i < FW_SPARES; i++)
+		flush_row(fw_spare[(fw_next + i) % FW_SPARES]);
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		flush_row(fw_way[w]);
+	flush_heap(heap);
+	fw_ops = 0;
+}
+
+/*
+ * A thread that ends flushes its caches (a key's destructor, set when it
+ * claims them): its sums would otherwise wait in them for the readers,
+ * and the header's live figure, against which the other threads take the
+ * heap's peak, would lack its last calls for the rest of the run (a
+ * thread that allocated blocks that another frees took the heap below
+ * zero). Only keys below 32 are used: pthread_setspecific allocates for
+ * the others. The main thread's exit ends the process: the readers fold
+ * what it left.
+ */
+static void fw_exit(void *v)
+{
+	(void)v;
+	struct memagg_cache *heap = fw_heap;
+	/* memagg_hdr NULL: a forked child that does not count (the caches
+	 * are its parent's). */
+	if (!heap || !__atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED))
+		return;
+	/* A signal handler's allocation from here on counts without ways
+	 * (cache_for), not in the caches being flushed. */
+	fw_none = 1;
+	fw_heap = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fw_flush(heap);
+}
+
+/* Row SI takes way K: the way's cache becomes the spare (its slot's lines
+ * fetched for the flush to come), the spare, flushed, the way. */
+static __attribute__((noinline)) struct memagg_cache *fw_take(unsigned k, uint32_t si)
+{
+	struct memagg_cache *c = fw_way[k], *v = fw_spare[fw_next];
+	flush_row(v);
+	uint32_t old = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+	if (old <= slot_mask) {
+		__builtin_prefetch(&slots[old], 1, 3);
+		__builtin_prefetch((char *)&slots[old] + 64, 1, 3);
+	}
+	fw_spare[fw_next] = c;
+	fw_next = (fw_next + 1) % FW_SPARES;
+	__atomic_store_n(&v->slot, si, __ATOMIC_RELAXED);
+	fw_way[k] = v;
+	return v;
+}
+
+/* The full mode's cache for row SI, or NULL when the thread has no ways. */
+static inline struct memagg_cache *way_for(uint32_t si)
+{
+	if (__builtin_expect(!fw_heap, 0) && (fw_none || !fw_claim()))
+		return NULL;
+	if (__builtin_expect(++fw_ops > MEMAGG_FLUSH, 0))
+		fw_flush(fw_heap);
+	unsigned k = memagg_way_of(si);
+	struct memagg_cache *c = fw_way[k];
+	if (__builtin_expect(__atomic_load_n(&c->slot, __ATOMIC_RELAXED) == si, 1))
+		return c;
+	return fw_take(k, si);
+}
+
+/* Where this call's sums go: *ret_heap for the whole heap's, the return
+ * for the row's (one cache, or *tmp zeroed, without ways). */
+static inline struct memagg_cache *full_for(uint32_t si, struct memagg_cache *tmp, struct memagg_cache **ret_heap)
+{
+	struct memagg_cache *c = way_for(si);
+	if (__builtin_expect(c != NULL, 1)) {
+		*ret_heap = fw_heap;
+		return c;
+	}
+	c = counters_for(si, tmp);
+	*ret_heap = c;
+	return c;
+}
+
 void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t key)
 {
-	uint32_t si = slot_of(key);
-	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	uint32_t si = slot_memo(key);
+	struct memagg_cache tmp, *g, *c = full_for(si, &tmp, &g);
 	if (!(c->fams & (UINT64_C(1) << (fam & 63))))
 		c_add(&c->fams, UINT64_C(1) << (fam & 63));
 	if (!ptr) {
@@ -355,9 +600,9 @@ void memagg_alloc(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t 
 		c_add(&c->live_req, size);
 		c_add(&c->live_usable, usable);
 		c_max(&c->peak, c->live_req);
-		c_add(&c->glive_req, size);
-		c_add(&c->glive_usable, usable);
-		c_max(&c->gpeak, c->glive_req);
+		c_add(&g->glive_req, size);
+		c_add(&g->glive_usable, usable);
+		c_max(&g->gpeak, g->glive_req);
 	}
 	if (c == &tmp)
 		direct(&tmp, si);
@@ -386,12 +631,12 @@ void memagg_release(const struct memagg_blk *b, int free_class, size_t usable)
 {
 	uint32_t si = LB_SLOT(b->info) & slot_mask;
 	uint64_t size = LB_SIZE(b->info) == UINT32_MAX ? usable : LB_SIZE(b->info);
-	struct memagg_cache tmp, *c = counters_for(si, &tmp);
+	struct memagg_cache tmp, *g, *c = full_for(si, &tmp, &g);
 	c_add(&c->frees, 1);
 	c_add(&c->live_req, -size);
 	c_add(&c->live_usable, -(uint64_t)usable);
-	c_add(&c->glive_req, -size);
-	c_add(&c->glive_usable, -(uint64_t)usable);
+	c_add(&g->glive_req, -size);
+	c_add(&g->glive_usable, -(uint64_t)usable);
 	if (free_class && (int)LB_CLASS(b->info) != free_class)
 		c_add(&c->mismatched, 1);
 	if (LB_CPU(b->info) != cpu_now())
@@ -412,48 +657,13 @@ void memagg_free(void *ptr, int free_class, size_t usable)
 /* ---- sampling (memsample.c; the rows are described in mem_agg.h) ---------- */
 
 /*
- * The exact rows (memagg_count in memagg.h; the fast path is there). The
- * thread's ways are MEMAGG_WAYS caches claimed at once from the block's
- * (the cursor moves by MEMAGG_WAYS); readers fold them as any cache. A
- * way keeps its site's sums until another site takes it (its sums then
- * flushed to the row): no periodic flush, an exact row has no live figure
- * or peak to follow. Threads that find no MEMAGG_WAYS caches left (more
- * than MEMAGG_CACHES / MEMAGG_WAYS threads) count through one cache, or
- * with atomics, as the full mode does, remembering their last site's row.
+ * The exact rows (memagg_count in memagg.h; the fast path is there), in
+ * the thread's ways (above), the way chosen by the call site. A way keeps
+ * its site's sums until another site takes it (its sums then flushed to
+ * the row): no periodic flush, an exact row has no live figure or peak to
+ * follow. Without ways, one cache or atomics, as in the full mode,
+ * remembering the last site's row.
  */
-__thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
-__thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
-	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
-};
-/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
-static __thread int ways_none __attribute__((tls_model("initial-exec")));
-static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
-static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
-
-/* Forget this thread's ways and memo (a forked child's new block). */
-static void ways_reset(void)
-{
-	memagg_ways = NULL;
-	ways_none = 0;
-	memo_site = 0;
-	memo_slot = 0;
-	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
-}
-
-static int ways_claim(void)
-{
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
-		ways_none = 1;
-		return 0;
-	}
-	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	memagg_ways = &caches[k];
-	return 1;
-}
-
 void memagg_count_slow(unsigned fam, void *ptr, size_t size, size_t usable, uint64_t site)
 {
 	struct memagg_cache tmp, *c;
@@ -607,6 +817,10 @@ int memagg_own(uint32_t bits, uint32_t by_stack)
 	if (live)
 		munmap(live, (live_mask + 1) * sizeof(struct live_blk));
 	live = NULL;
+	/* The parent's rows of its stacks are not the new block's. */
+	if (id_slot)
+		munmap(id_slot, ID_MEMO * sizeof(uint32_t));
+	id_slot = NULL;
 	my_cache = -1;
 	ways_reset();
 	/* Under sampling, the sampled blocks inherited carry the parent's

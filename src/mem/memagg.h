@@ -62,15 +62,17 @@ void memagg_sample_free(uint64_t info, int free_class, size_t usable);
 void memagg_sample_untracked(void);
 
 /*
- * The exact rows' counting, inline: every allocation of a sampled
- * aggregate comes here. A thread counts into MEMAGG_WAYS caches of its
- * own (claimed at once from the block's, mem_agg.h), each holding the
- * sums of one call site, the site's way chosen by its hash; memagg_ways
- * is NULL until the thread has them (memagg_count_slow claims them, and
- * counts with one cache or with atomics when none are left), and
- * memagg_way_site[w] is the site way w counts, or MEMAGG_WAY_EMPTY. A
- * call at a site its way holds is three additions to memory only this
- * thread writes: no hash of the row table, no atomic, no flush.
+ * A thread's ways: MEMAGG_WAYS caches of its own (claimed at once from the
+ * block's, mem_agg.h), each holding the sums of one row, the row's way
+ * chosen by a hash. The full mode (memagg_alloc, memagg_release, in
+ * memagg.c) hashes the row's slot. The sampled mode's exact rows, inline
+ * below, hash the call site: every allocation of a sampled aggregate
+ * comes here. memagg_ways is NULL until the thread has them
+ * (memagg_count_slow claims them, and counts with one cache or with
+ * atomics when none are left), and memagg_way_site[w] is the site way w
+ * counts, or MEMAGG_WAY_EMPTY. A call at a site its way holds is three
+ * additions to memory only this thread writes: no hash of the row table,
+ * no atomic, no flush.
  */
 #define MEMAGG_WAYS_BITS 3
 #define MEMAGG_WAYS      (1u << MEMAGG_WAYS_BITS)

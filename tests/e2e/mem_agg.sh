@@ -6,7 +6,9 @@
 # the event trace, but for what counters cannot tell: cross-thread frees,
 # the sites of frees, double frees apart from unknown frees, pages);
 # `ringtrace top PID` shows a running program's live heap; the counters'
-# size does not grow with the run; a forked child does not count into its
+# size does not grow with the run; two threads over more and fewer rows
+# than their caches hold (tests/e2e/progs/memways.c) count every row and
+# the peaks exactly; a forked child does not count into its
 # parent's counters; the trace directory stays a valid CTF trace; bad input.
 #
 #   tests/e2e/mem_agg.sh [BUILD_DIR]
@@ -140,6 +142,81 @@ if have "$RT" "$MP" "$MEMLIB"; then
 		why "the peak is below the 100000 bytes held"
 fi
 finish "ringtrace top PID: the live heap of a running program by call site; the report after it released"
+
+# ---- a thread's caches: many rows, few rows, two threads ---------------------
+# tests/e2e/progs/memways.c: two threads going round 12 sites (more than a
+# thread's ways) and 3 (fewer), leaking 5 blocks each as they end; then
+# the main thread keeps 240 blocks of 1024 bytes while it goes round the
+# 12 sites again. Every row exact, per call site and per stack; the
+# per-row peak of the kept site while the program holds them (`top`);
+# the heap's peak exactly the kept blocks above what stays alive at exit
+# (the threads' last sums were in the header before the main thread took
+# the peak).
+MW=$PB/tests/e2e/memways
+R=500
+# ways_rows JSON: one line per site, "NAME allocs frees bytes leaked_bytes
+# leaked_blocks" (a site's stacks added up), then "peak-leaked N".
+ways_rows() {
+	python3 - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for r in d["rows"]:
+    if r["name"].startswith("ways_"):
+        a = rows.setdefault(r["name"], [0, 0, 0, 0, 0])
+        for i, k in enumerate(("allocations", "frees", "bytes_requested", "leaked_bytes", "leaked_blocks")):
+            a[i] += r[k]
+for n in sorted(rows):
+    print(n, *rows[n])
+t = d["totals"]
+print("peak-leaked", t["peak_requested"] - t["leaked_bytes"])
+EOF
+}
+ways_want() {
+	local i j n
+	for i in $(seq 0 11); do
+		n=$((2 * R + 20))
+		echo "ways_m$i $n $n $((n * 16 * (i + 1))) 0 0"
+	done
+	for j in 0 1 2; do
+		n=$((4 * R))
+		echo "ways_f$j $n $n $((n * 1000 * (j + 1))) 0 0"
+	done
+	echo "ways_keep1024 240 240 245760 0 0"
+	echo "ways_leak100 10 0 1000 1000 10"
+	echo "peak-leaked 245760"
+}
+begin
+if have "$RT" "$MW" "$MEMLIB"; then
+	ways_want | sort >w_want
+	timeout 60 "$RT" record --mem --aggregate -o w1 -- "$MW" $R hold >w1.out 2>w1.err &
+	rec=$!
+	for _ in $(seq 100); do grep -q holding w1.out && break; sleep 0.1; done
+	HOLD_PID=$(awk '/^holding/ { print $2 }' w1.out)
+	if [ -z "$HOLD_PID" ]; then
+		why "memways never said it holds its blocks"
+		show w1.err
+	else
+		timeout 20 "$RT" top "$HOLD_PID" -n 1 >w1.top 2>w1.toperr
+		eq "top status" "$?" 0
+		read -r live blocks peak allocs frees _ <<<"$(grep ' ways_keep1024' w1.top)"
+		eq "top: ways_keep1024 live blocks peak allocs frees" "$live $blocks $peak $allocs $frees" \
+			"245760 240 245760 240 0"
+		kill -USR2 "$HOLD_PID"
+		HOLD_PID=
+	fi
+	wait "$rec"
+	eq "record status (by call site)" "$?" 0
+	"$RT" report w1 --by function --top 0 --json >w1.json 2>w1.rerr || { why "report w1 failed"; show w1.rerr; }
+	ways_rows w1.json | sort >w1.got
+	eq "rows and heap peak by call site" "$(cat w1.got)" "$(cat w_want)"
+	timeout 60 "$RT" record --mem --aggregate --stacks -o w2 -- "$MW" $R >w2.out 2>w2.err
+	eq "record status (by stack)" "$?" 0
+	"$RT" report w2 --by function --top 0 --json >w2.json 2>w2.rerr || { why "report w2 failed"; show w2.rerr; }
+	ways_rows w2.json | sort >w2.got
+	eq "rows and heap peak by stack" "$(cat w2.got)" "$(cat w_want)"
+fi
+finish "two threads over more and fewer rows than their caches: every row exact, the row's and the heap's peak"
 
 # ---- bounded memory ----------------------------------------------------------
 begin
