@@ -43,3 +43,7 @@ $(O)/tests/stress_memagg: tests/stress/stress_memagg.c src/mem/memagg.c src/mem/
 
 # The unit test of the sampling arithmetic and set compiles memsample.c in.
 $(O)/tests/test_memsample: src/mem/memsample.c src/mem/memsample.h
+
+# The unit test of the aggregate mode's counting compiles memagg.c and
+# memsample.c in.
+$(O)/tests/test_memagg: src/mem/memagg.c src/mem/memsample.c src/mem/memagg.h src/mem/mem_agg.h src/mem/memsample.h
