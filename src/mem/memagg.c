@@ -419,16 +419,26 @@ static __thread int ways_none __attribute__((tls_model("initial-exec")));
 static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
 static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
 
+/* N caches of the block claimed at once, each naming no row yet, or NULL
+ * when the block has fewer left (the cursor may pass MEMAGG_CACHES). */
+static struct memagg_cache *caches_claim(uint32_t n)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, n, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - n)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	return &caches[k];
+}
+
 static int ways_claim(void)
 {
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, MEMAGG_WAYS, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - MEMAGG_WAYS) {
+	struct memagg_cache *c = caches_claim(MEMAGG_WAYS);
+	if (!c) {
 		ways_none = 1;
 		return 0;
 	}
-	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		__atomic_store_n(&caches[k + w].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	memagg_ways = &caches[k];
+	memagg_ways = c;
 	return 1;
 }
 
@@ -483,20 +493,19 @@ static void ways_reset(void)
 
 static int fw_claim(void)
 {
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, FW_CACHES, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - FW_CACHES) {
+	struct memagg_cache *c = caches_claim(FW_CACHES);
+	if (!c) {
 		fw_none = 1;
 		return 0;
 	}
-	for (unsigned i = 0; i < FW_CACHES; i++)
-		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	__atomic_store_n(&caches[k].slot, 0, __ATOMIC_RELAXED);
+	/* The heap's sums' cache names the overflow row (above). */
+	__atomic_store_n(&c[0].slot, 0, __ATOMIC_RELAXED);
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
-		fw_way[w] = &caches[k + w];
+		fw_way[w] = &c[w];
 	for (unsigned i = 0; i < FW_SPARES; i++)
-		fw_spare[i] = &caches[k + MEMAGG_WAYS + i];
+		fw_spare[i] = &c[MEMAGG_WAYS + i];
 	fw_next = 0;
-	fw_heap = &caches[k];
+	fw_heap = &c[0];
 	if (fw_key_ok)
 		pthread_setspecific(fw_key, (void *)1);
 	return 1;
