@@ -80,6 +80,17 @@ ready() {
 	return 1
 }
 
+# holding OUT: the pid a test program printed as "holding PID" in OUT,
+# once it has (10 s at most); nothing if it never did.
+holding() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q holding "$1" && break
+		sleep 0.1
+	done
+	awk '/^holding/ { print $2 }' "$1"
+}
+
 # cut_midway STREAM_FILE: damage a CTF stream file midway: cut it 100
 # bytes into the packet that starts nearest its middle (not the first).
 # A cut at a fixed fraction of the size may fall on a packet boundary,

@@ -118,8 +118,7 @@ if have "$RT" "$MP" "$MEMLIB"; then
 	# program woken on the other CPU would free them all cross-CPU.
 	taskset -c 0 "$RT" record --mem --aggregate -o h1 -- "$MP" hold 100 1000 >h1.out 2>h1.err &
 	rec=$!
-	for _ in $(seq 100); do grep -q holding h1.out && break; sleep 0.1; done
-	HOLD_PID=$(awk '/^holding/ { print $2 }' h1.out)
+	HOLD_PID=$(holding h1.out)
 	if [ -z "$HOLD_PID" ]; then
 		why "the program never said it holds its blocks"
 		show h1.err
@@ -191,8 +190,7 @@ if have "$RT" "$MW" "$MEMLIB"; then
 	ways_want | sort >w_want
 	timeout 60 "$RT" record --mem --aggregate -o w1 -- "$MW" $R hold >w1.out 2>w1.err &
 	rec=$!
-	for _ in $(seq 100); do grep -q holding w1.out && break; sleep 0.1; done
-	HOLD_PID=$(awk '/^holding/ { print $2 }' w1.out)
+	HOLD_PID=$(holding w1.out)
 	if [ -z "$HOLD_PID" ]; then
 		why "memways never said it holds its blocks"
 		show w1.err

@@ -213,8 +213,7 @@ if have "$MP" "$RINGTRACE_MALLOC_LIB"; then
 	# held until SIGUSR2 (as in mem_agg.sh, on one CPU).
 	taskset -c 0 "$RT" record -q --mem --aggregate --sample 1 -o h1 -- "$MP" hold 100 1000 >h1.out 2>h1.err &
 	rec=$!
-	for _ in $(seq 100); do grep -q holding h1.out && break; sleep 0.1; done
-	HOLD_PID=$(awk '/^holding/ { print $2 }' h1.out)
+	HOLD_PID=$(holding h1.out)
 	if [ -z "$HOLD_PID" ]; then
 		why "the program never said it holds its blocks"
 		show h1.err
