@@ -227,6 +227,20 @@ static void counters_retire(struct ft_counters *c)
 	}
 }
 
+/* Slot i, just claimed, is this thread's from now on: the stack range and
+ * the memos are the last owner's (its memos' words were on its stack,
+ * and memo_check() reads them unchecked). */
+static struct ft_slot *slot_adopt(uint32_t i)
+{
+	struct ft_slot *sl = &slots[i];
+	sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
+	sl->rlo = sl->rhi = 0;
+	my_slot = i + 1;
+	if (slot_key_ok)
+		pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
+	return sl;
+}
+
 /* Claim a free slot for this thread (CAS: any context). */
 static struct ft_slot *slot_get(void)
 {
@@ -253,16 +267,8 @@ static struct ft_slot *slot_get(void)
 			sl->mem = m;
 			/* Zero pages: empty for any generation. */
 			sl->gen = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
-		} else {
-			/* Another thread's memo: its words were on that
-			 * thread's stack (memo_check() reads them unchecked). */
-			sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
 		}
-		sl->rlo = sl->rhi = 0;       /* another thread's stack */
-		my_slot = i + 1;
-		if (slot_key_ok)
-			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
-		return sl;
+		return slot_adopt(i);
 	}
 	/* All taken: take over the slot of a thread that exited (its
 	 * sequence is even: it died outside a capture). A few per try, from
@@ -278,14 +284,13 @@ static struct ft_slot *slot_get(void)
 			continue;
 		counters_retire(&sl->c);
 		sl->gen = 0;
-		my_slot = i + 1;
-		if (slot_key_ok)
-			pthread_setspecific(slot_key, (void *)(uintptr_t)(i + 1));
-		sl->rlo = sl->rhi = 0;
-		if (!sl->mem)
-			return NULL;
-		sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
-		return sl;
+		if (!sl->mem) {
+			/* Its owner died between its claim and its mmap:
+			 * free, for the loop above to map it. */
+			__atomic_store_n(&sl->tid, 0, __ATOMIC_RELEASE);
+			continue;
+		}
+		return slot_adopt(i);
 	}
 	__atomic_store_n(&rt_unwind_refresh_wanted, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -757,6 +762,24 @@ static inline __attribute__((always_inline)) void copy_words(uintptr_t *restrict
 		to[k] = from[k];
 }
 
+/* What a memo gives after its frame at mp to a walk that needs `need`
+ * more frames: *take of them, resting on the words of steps [mp, *to).
+ * 1 when the walk may end there (it has its frames, or the memo's walk
+ * ended by itself after them), 0 when it must go on past the memo. */
+static inline uint32_t memo_span(const struct ft_memo *m, uint32_t mp, uint32_t need, uint32_t *take,
+				 uint32_t *to)
+{
+	uint32_t avail = m->n - 1 - mp;
+	if (need <= avail) {
+		*take = need;
+		*to = mp + need;
+		return 1;
+	}
+	*take = avail;
+	*to = m->complete ? m->n : m->n - 1;
+	return m->complete;
+}
+
 /*
  * The same, the common case first: all words still the same, found
  * without a branch per word. Safe to read without checks: the words of a
@@ -900,17 +923,13 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		 */
 		if (old && old->ip[0] == ip && old->sp[0] == sp && (old->bp[0] == bp || !old->bpdep[0]) &&
 		    old->skip0 == skip0 && old->max0 == max && old->n > (uint32_t)skip0) {
-			uint32_t avail = old->n - (uint32_t)skip0, take = avail, to;
-			if ((uint32_t)max <= avail) {
-				take = (uint32_t)max;
-				to = (uint32_t)skip0 + take - 1;
-			} else {
-				to = old->complete ? old->n : old->n - 1;
-			}
-			if ((take == (uint32_t)max || old->complete) && memo_check(old, 0, to, lo, hi) == to) {
-				copy_words(ips, &old->ip[skip0], take);
-				n = (int)take;
-				memo_frames += take;
+			/* This frame (memo position skip0), then what follows. */
+			uint32_t take, to;
+			if (memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to) &&
+			    memo_check(old, 0, to, lo, hi) == to) {
+				copy_words(ips, &old->ip[skip0], take + 1);
+				n = (int)take + 1;
+				memo_frames += take + 1;
 				noted = old;
 				CNT_ADD(cn->repeats, 1);
 				goto out;
@@ -952,16 +971,10 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					mp++;
 				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip &&
 				    (old->bp[mp] == bp || !old->bpdep[mp])) {
-					uint32_t avail = old->n - 1 - mp, need = (uint32_t)(max - n), take, to;
-					if (need <= avail) {
-						take = need;
-						to = mp + need;
-					} else {
-						take = avail;
-						to = old->complete ? old->n : old->n - 1;
-					}
+					uint32_t need = (uint32_t)(max - n), take, to;
+					uint32_t whole = memo_span(old, mp, need, &take, &to);
 					uint32_t ok = memo_check(old, mp, to, lo, hi);
-					if (ok == to && (need <= avail || old->complete)) {
+					if (ok == to && whole) {
 						copy_words(ips + n, &old->ip[mp + 1], take);
 						n += (int)take;
 						memo_frames += take;
@@ -1011,7 +1024,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 							rec->cfa_rbp[pos + take] = 0;
 						}
 						pos += take;
-						complete = need > avail;
+						complete = need > take;   /* the memo's walk ended by itself first */
 						goto out;
 					}
 					/* Frames up to step ok stand (the memo ran out or a
