@@ -325,10 +325,17 @@ uint32_t stackmap_hash(uint64_t seed, const uint64_t *ips, uint32_t depth)
 	return hash_inline(seed, ips, depth);
 }
 
-uint32_t stackmap_key(uint64_t seed, const uint64_t *ips, uint32_t depth)
+/* The table key of a stack: its hash, never 0 (a free slot's key). */
+static inline __attribute__((always_inline)) uint32_t key_inline(uint64_t seed, const uint64_t *ips,
+								 uint32_t depth)
 {
 	uint32_t h = hash_inline(seed, ips, depth);
 	return h ? h : 1;
+}
+
+uint32_t stackmap_key(uint64_t seed, const uint64_t *ips, uint32_t depth)
+{
+	return key_inline(seed, ips, depth);
 }
 
 /* ---- get_id ----------------------------------------------------------------- */
@@ -618,11 +625,7 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 	struct stackmap_cpu *c = &map->cpu[cpu];
 	/* Before entering: the key depends only on the caller's frames and the
 	 * seed of our view. Not needed when a hint will answer. */
-	uint32_t key = 0;
-	if (!known) {
-		key = hash_inline(map->seed, ips, depth);
-		key = key ? key : 1;
-	}
+	uint32_t key = known ? 0 : key_inline(map->seed, ips, depth);
 	uint32_t flag;
 	int percpu = 0;
 #if STACKMAP_RSEQ
@@ -658,10 +661,8 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 			leave(c, cpu, percpu);
 			return STACKMAP_FROM_HINT;
 		}
-		if (!key) {
-			key = hash_inline(map->seed, ips, depth);
-			key = key ? key : 1;
-		}
+		if (!key)
+			key = key_inline(map->seed, ips, depth);
 		int r = find_or_insert(map, key, ips, depth, ret_id);
 		if (__builtin_expect(r < 0, 0))
 			return leave_dropped(c, cpu, percpu, r);
