@@ -327,19 +327,18 @@ static void flush_heap(struct memagg_cache *c)
 	struct memagg_header *h = memagg_hdr;
 	if (c->glive_usable)
 		add(&h->live_usable, c->glive_usable);
-	uint64_t before;
-	if (!c->glive_req && c->gpeak <= 0)
-		before = 0; /* nothing to move, no peak to take */
-	else
-		before = __atomic_fetch_add(&h->live_req, c->glive_req, __ATOMIC_RELAXED);
-	if (c->gpeak > 0 && before + (uint64_t)c->gpeak > __atomic_load_n(&h->peak_req, __ATOMIC_RELAXED)) {
-		/* A new peak of the heap, as of this flush (within
-		 * MEMAGG_FLUSH calls of this thread of the moment): its time
-		 * and the usable bytes with it. */
-		raise_to(&h->peak_req, before + (uint64_t)c->gpeak);
-		__atomic_store_n(&h->peak_usable, __atomic_load_n(&h->live_usable, __ATOMIC_RELAXED),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
+	/* As for a row: only when there is something to move or a peak. */
+	if (c->glive_req || c->gpeak > 0) {
+		uint64_t before = __atomic_fetch_add(&h->live_req, c->glive_req, __ATOMIC_RELAXED);
+		if (c->gpeak > 0 && before + (uint64_t)c->gpeak > __atomic_load_n(&h->peak_req, __ATOMIC_RELAXED)) {
+			/* A new peak of the heap, as of this flush (within
+			 * MEMAGG_FLUSH calls of this thread of the moment):
+			 * its time and the usable bytes with it. */
+			raise_to(&h->peak_req, before + (uint64_t)c->gpeak);
+			__atomic_store_n(&h->peak_usable, __atomic_load_n(&h->live_usable, __ATOMIC_RELAXED),
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&h->peak_ns, ringtrace__clock_monotonic(), __ATOMIC_RELAXED);
+		}
 	}
 	__atomic_store_n(&c->glive_req, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->glive_usable, 0, __ATOMIC_RELAXED);
@@ -357,6 +356,18 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 	__atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
 }
 
+/* N caches of the block claimed at once, each naming no row yet, or NULL
+ * when the block has fewer left (the cursor may pass MEMAGG_CACHES). */
+static struct memagg_cache *caches_claim(uint32_t n)
+{
+	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, n, __ATOMIC_RELAXED);
+	if (k > MEMAGG_CACHES - n)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+	return &caches[k];
+}
+
 /* The thread's cache, pointed at slot SI (its sums for another slot
  * flushed first), or NULL when it has none. */
 static inline struct memagg_cache *cache_for(uint32_t si)
@@ -365,13 +376,12 @@ static inline struct memagg_cache *cache_for(uint32_t si)
 	if (__builtin_expect(i < 0, 0)) {
 		if (i == -2)
 			return NULL;
-		uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, 1, __ATOMIC_RELAXED);
-		if (k >= MEMAGG_CACHES) {
+		struct memagg_cache *c = caches_claim(1);
+		if (!c) {
 			my_cache = -2;
 			return NULL;
 		}
-		__atomic_store_n(&caches[k].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-		my_cache = i = (int32_t)k;
+		my_cache = i = (int32_t)(c - caches);
 	}
 	struct memagg_cache *c = &caches[i];
 	if (c->slot != si || c->ops >= MEMAGG_FLUSH) {
@@ -419,18 +429,6 @@ static __thread int ways_none __attribute__((tls_model("initial-exec")));
 static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
 static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
 
-/* N caches of the block claimed at once, each naming no row yet, or NULL
- * when the block has fewer left (the cursor may pass MEMAGG_CACHES). */
-static struct memagg_cache *caches_claim(uint32_t n)
-{
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, n, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - n)
-		return NULL;
-	for (uint32_t i = 0; i < n; i++)
-		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	return &caches[k];
-}
-
 static int ways_claim(void)
 {
 	struct memagg_cache *c = caches_claim(MEMAGG_WAYS);
@@ -455,9 +453,10 @@ static int ways_claim(void)
  * a slot not in the caches stalled the call for the whole miss: under
  * --stacks, thousands of rows of two lines each). A row's sums move to
  * its slot in the order they were counted (its peak is taken against the
- * slot's live figure): the spares are flushed oldest first, and before
- * the ways at the periodic flush. With one spare, a row can come back to
- * its way only by putting another row out, which flushes the spare first.
+ * slot's live figure): the spare is flushed before the ways at the
+ * periodic flush, and a row can come back to its way only by putting
+ * another row out, which flushes the spare first (this needs the spare
+ * to be one).
  *
  * The thread's sums of the whole heap (glive_*, gpeak) stay in one cache,
  * fw_heap, whatever row it holds: the heap's peak is the highest of the
@@ -468,11 +467,9 @@ static int ways_claim(void)
  * does not wait for another to take its way. Threads that find no caches
  * left count through one cache, or with atomics (cache_for).
  */
-#define FW_SPARES 1
-#define FW_CACHES (MEMAGG_WAYS + FW_SPARES)
+#define FW_CACHES (MEMAGG_WAYS + 1)
 static __thread struct memagg_cache *fw_way[MEMAGG_WAYS] __attribute__((tls_model("initial-exec")));
-static __thread struct memagg_cache *fw_spare[FW_SPARES] __attribute__((tls_model("initial-exec")));
-static __thread unsigned fw_next __attribute__((tls_model("initial-exec"))); /* the oldest spare */
+static __thread struct memagg_cache *fw_spare __attribute__((tls_model("initial-exec")));
 static __thread struct memagg_cache *fw_heap __attribute__((tls_model("initial-exec"))); /* NULL: none yet */
 static __thread int fw_none __attribute__((tls_model("initial-exec")));   /* 1: none left */
 static __thread uint32_t fw_ops __attribute__((tls_model("initial-exec"))); /* calls since the flush */
@@ -502,20 +499,17 @@ static int fw_claim(void)
 	__atomic_store_n(&c[0].slot, 0, __ATOMIC_RELAXED);
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
 		fw_way[w] = &c[w];
-	for (unsigned i = 0; i < FW_SPARES; i++)
-		fw_spare[i] = &c[MEMAGG_WAYS + i];
-	fw_next = 0;
+	fw_spare = &c[MEMAGG_WAYS];
 	fw_heap = &c[0];
 	if (fw_key_ok)
 		pthread_setspecific(fw_key, (void *)1);
 	return 1;
 }
 
-/* The spares oldest first, then the ways (above: in the order counted). */
+/* The spare first, then the ways (above: in the order counted). */
 static __attribute__((noinline)) void fw_flush(struct memagg_cache *heap)
 {
-	for (unsigned i = 0; i < FW_SPARES; i++)
-		flush_row(fw_spare[(fw_next + i) % FW_SPARES]);
+	flush_row(fw_spare);
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
 		flush_row(fw_way[w]);
 	flush_heap(heap);
@@ -540,10 +534,13 @@ static void fw_exit(void *v)
 	 * are its parent's). */
 	if (!heap || !__atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED))
 		return;
-	/* A signal handler's allocation from here on counts without ways
-	 * (cache_for), not in the caches being flushed. */
+	/* The thread's calls from here on (other libraries' thread-exit
+	 * destructors free memory, and so may a signal handler) count with
+	 * the atomics: not in the caches being flushed, nor in a cache of
+	 * their own that nobody would flush. */
 	fw_none = 1;
 	fw_heap = NULL;
+	my_cache = -2;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	fw_flush(heap);
 }
@@ -552,15 +549,14 @@ static void fw_exit(void *v)
  * fetched for the flush to come), the spare, flushed, the way. */
 static __attribute__((noinline)) struct memagg_cache *fw_take(unsigned k, uint32_t si)
 {
-	struct memagg_cache *c = fw_way[k], *v = fw_spare[fw_next];
+	struct memagg_cache *c = fw_way[k], *v = fw_spare;
 	flush_row(v);
 	uint32_t old = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
 	if (old <= slot_mask) {
 		__builtin_prefetch(&slots[old], 1, 3);
 		__builtin_prefetch((char *)&slots[old] + 64, 1, 3);
 	}
-	fw_spare[fw_next] = c;
-	fw_next = (fw_next + 1) % FW_SPARES;
+	fw_spare = c;
 	__atomic_store_n(&v->slot, si, __ATOMIC_RELAXED);
 	fw_way[k] = v;
 	return v;
@@ -685,7 +681,7 @@ void memagg_count_slow(unsigned fam, void *ptr, size_t size, size_t usable, uint
 		} else {
 			si = slot_of(site);
 			if (__atomic_load_n(&c->slot, __ATOMIC_RELAXED) != si) {
-				flush(c);
+				flush_row(c);   /* an exact row's way: no heap sums */
 				__atomic_store_n(&c->slot, si, __ATOMIC_RELAXED);
 			}
 			/* Not held for the overflow row: a site that found no

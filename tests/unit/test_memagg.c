@@ -201,6 +201,47 @@ static void test_thread_end(void **state)
 }
 
 /*
+ * A thread's calls after its caches were flushed at its end (other
+ * thread-exit destructors free memory; this key's runs after the
+ * library's, created later) reach the rows and the header at once, not a
+ * cache nobody flushes any more.
+ */
+static pthread_key_t late_key;
+
+static void late_frees(void *v)
+{
+	(void)v;
+	for (unsigned i = 0; i < 20; i++)
+		memagg_free(addr(5, 0, i), 0, 48);
+}
+
+static void *alloc_then_free_late(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; i < 20; i++)
+		memagg_alloc(MEM_A_MALLOC, addr(5, 0, i), 40, 48, stack_key(600));
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+static void test_after_thread_end(void **state)
+{
+	(void)state;
+	uint64_t live0 = __atomic_load_n(&memagg_hdr->live_req, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_key_create(&late_key, late_frees), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, alloc_then_free_late, NULL), 0);
+	pthread_join(th, NULL);
+	/* The block as the program leaves it, not folded. */
+	const struct memagg_slot *s = row(block, stack_key(600));
+	assert_non_null(s);
+	assert_int_equal(__atomic_load_n(&s->allocs, __ATOMIC_RELAXED), 20);
+	assert_int_equal(__atomic_load_n(&s->frees, __ATOMIC_RELAXED), 20);
+	assert_int_equal(__atomic_load_n(&memagg_hdr->live_req, __ATOMIC_RELAXED), live0);
+	pthread_key_delete(late_key);
+}
+
+/*
  * The heap's peak is that of the thread's whole live bytes: 10 rows of 10
  * blocks of 1000 bytes, all alive at once, then all freed (rows spread
  * over the thread's caches, none of which sees more than its share).
@@ -243,6 +284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_exact),
 		cmocka_unit_test(test_thread_end),
+		cmocka_unit_test(test_after_thread_end),
 		cmocka_unit_test(test_heap_peak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
