@@ -268,11 +268,12 @@ void memsample_forget_all(void)
 {
 	if (!set)
 		return;
-	/* Fresh zero pages in place of the inherited ones. */
-	void *t = mmap(set, (set_mask + 1) * sizeof(struct sblk), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-	if (t == MAP_FAILED)
-		memset(set, 0, (set_mask + 1) * sizeof(struct sblk));
+	/* Zero pages again (private anonymous memory: MADV_DONTNEED empties
+	 * it); a MAP_FIXED mapping over it that failed could have left a
+	 * hole. */
+	size_t len = (set_mask + 1) * sizeof(struct sblk);
+	if (madvise(set, len, MADV_DONTNEED) != 0)
+		memset(set, 0, len);
 	memset(memsample_filter, 0, sizeof(memsample_filter));
 }
 
