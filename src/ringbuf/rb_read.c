@@ -45,11 +45,14 @@ int rb_reader_new(struct ringtrace__rb *rb, struct rb_reader **ret)
 	struct rb_reader *r = calloc(1, sizeof(*r) + rb->ncpus * sizeof(r->cpu[0]));
 	if (!r)
 		return -ENOMEM;
-	r->copy = malloc(rb->sb_mask + 1);
-	if (!r->copy) {
+	/* Page-aligned: the recorder may hand a copy to an O_DIRECT write
+	 * as it is (src/session/writer.c). */
+	void *copy = NULL;
+	if (posix_memalign(&copy, 4096, rb->sb_mask + 1) != 0) {
 		free(r);
 		return -ENOMEM;
 	}
+	r->copy = copy;
 	r->rb = rb;
 	*ret = r;
 	return 0;

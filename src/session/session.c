@@ -91,6 +91,8 @@ void sess_cleanup(struct sess *r)
 	free(r->unwritten);
 	free(r->disc_written);
 	free(r->wrote);
+	free(r->dio);
+	free(r->dio_buf);
 	if (r->outdir)
 		disk_room_release(&r->room, r->odfd);
 	rb_reader_free(r->reader);

@@ -87,6 +87,11 @@ struct sess {
 	struct ringtrace__rb *rb;
 	struct rb_reader *reader;
 	int *fds;
+	/* Per CPU: its stream file is written with O_DIRECT (writer.c,
+	 * "direct"); the bounce buffer of those writes, dio_cap bytes. */
+	unsigned char *dio;
+	char *dio_buf;
+	size_t dio_cap;
 	int write_failed;
 	uint64_t bytes;
 	/* Stream data that could not be written (the disk full, say): events
