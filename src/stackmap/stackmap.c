@@ -62,7 +62,8 @@ _Static_assert(sizeof(struct stackmap_header) == 192, "header layout");
 _Static_assert(offsetof(struct stackmap_header, resetting) == 72, "header layout");
 _Static_assert(offsetof(struct stackmap_header, percpu) == 76, "header layout");
 _Static_assert(offsetof(struct stackmap_header, cursor) == 128, "cursor on its own line");
-_Static_assert(sizeof(struct stackmap_cpu) == 64, "one cache line per CPU");
+_Static_assert(sizeof(struct stackmap_cpu) == 192, "three cache lines per CPU");
+_Static_assert(offsetof(struct stackmap_cpu, hit) == 64 && sizeof(struct stackmap_hit) == 16, "hits on their own lines");
 _Static_assert(sizeof(struct stackmap_slot) == 8, "slot layout");
 _Static_assert(sizeof(struct stackmap_elem) == 576, "element layout");
 _Static_assert(offsetof(struct stackmap_elem, ref) == 8, "element layout");
@@ -445,6 +446,52 @@ other:
 	return 1;
 }
 
+/*
+ * A hint hit of `id` counted in this CPU's hits: the same kind of section,
+ * its commit the add. When the entry is free the id is stored first: a
+ * section aborted after that store leaves the entry the id's with a count
+ * of 0, which is harmless. 0 after the add; 1 without it (another CPU,
+ * aborted, or the entry belongs to another id): the caller then adds to
+ * the element's ref.
+ */
+static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h, uint32_t id, uint32_t cpu)
+{
+	__asm__ __volatile__ goto(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n"
+		"891:\n\t"
+		".long 0, 0\n\t"
+		".quad 892f, 893f - 892f, 894f\n\t"
+		".popsection\n\t"
+		"leaq 891b(%%rip), %%rax\n\t"
+		"movq %%rax, %%fs:8(%[off])\n"
+		"892:\n\t"
+		"cmpl %[cpu], %%fs:4(%[off])\n\t"
+		"jne %l[other]\n\t"
+		"movl 0(%[h]), %%eax\n\t"
+		"cmpl %[id], %%eax\n\t"
+		"je 895f\n\t"
+		"testl %%eax, %%eax\n\t"
+		"jne %l[other]\n\t"
+		"movl %[id], 0(%[h])\n"
+		"895:\n\t"
+		"addq $1, 8(%[h])\n"
+		"893:\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long %c[sig]\n"
+		"894:\n\t"
+		"jmp %l[other]\n\t"
+		".popsection"
+		:
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [h] "r"(h), [id] "r"(id), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc", "rax"
+		: other);
+	return 0;
+other:
+	return 1;
+}
+
 static inline __attribute__((always_inline)) void rseq_done(void)
 {
 	__asm__ __volatile__("movq $0, %%fs:8(%0)" : : "r"(__rseq_offset) : "memory");
@@ -655,8 +702,13 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
 		if (known && hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
 			/* The element of an id never changes within an epoch.
-			 * Relaxed: a count, as in find_or_insert(). */
-			__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
+			 * The hit in this CPU's hits (struct stackmap_hit),
+			 * else in the element's ref. Relaxed: a count, as in
+			 * find_or_insert(). */
+#if STACKMAP_RSEQ
+			if (!percpu || rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, cpu) != 0)
+#endif
+				__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
 			*ret_id = hint->id;
 			leave(c, cpu, percpu);
 			return STACKMAP_FROM_HINT;
@@ -789,6 +841,8 @@ int stackmap_reset_timeout(struct stackmap *map, int tracing_on, unsigned timeou
 		used = map->max;
 	memset(map->table, 0, ((size_t)map->mask + 1) * sizeof(map->table[0]));
 	memset(map->pool, 0, (size_t)used * sizeof(map->pool[0]));
+	for (uint32_t cpu = 0; cpu < map->ncpus; cpu++)
+		memset(map->cpu[cpu].hit, 0, sizeof(map->cpu[cpu].hit));
 	/* Relaxed: published to the next calls by the release that reopens. */
 	__atomic_store_n(&h->cursor, 0, __ATOMIC_RELAXED);
 	/* Ids remembered before are void (stackmap_get_id_hint()). Relaxed:
@@ -933,8 +987,17 @@ static int read_elem(const struct stackmap *map, uint32_t idx, struct stackmap_s
 		return 0;
 	ret->id = idx + 1;
 	ret->depth = depth;
-	/* Relaxed, partner: the fetch-adds of hits; any recent value will do. */
-	ret->ref = __atomic_load_n(&e->ref, __ATOMIC_RELAXED);
+	/* Relaxed, partner: the fetch-adds of hits and the rseq adds of the
+	 * CPUs' hits; any recent value will do (with no call in flight, the
+	 * exact count). An entry read while its id is being stored counts 0
+	 * for it, its count then being 0. */
+	uint64_t ref = __atomic_load_n(&e->ref, __ATOMIC_RELAXED);
+	for (uint32_t cpu = 0; cpu < map->ncpus; cpu++) {
+		const struct stackmap_hit *h = &map->cpu[cpu].hit[(idx + 1) & (STACKMAP_HITS - 1)];
+		if (__atomic_load_n(&h->id, __ATOMIC_RELAXED) == idx + 1)
+			ref += __atomic_load_n(&h->n, __ATOMIC_RELAXED);
+	}
+	ret->ref = ref;
 	if (depth)
 		memcpy(ret->ips, e->ips, (size_t)depth * sizeof(e->ips[0]));
 	return 1;

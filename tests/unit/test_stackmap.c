@@ -231,9 +231,9 @@ static void test_sizes(void **state)
 	assert_int_equal(stackmap_size(10, 0), 0);
 	assert_int_equal(stackmap_size(10, STACKMAP_MAX_CPUS + 1), 0);
 	assert_int_equal(stackmap_size(0, 1), stackmap_size(STACKMAP_BITS_DEFAULT, 1));
-	/* header 192 + CPU lines, table 2 x 2^bits x 8, pool 2^bits x 576 */
-	assert_int_equal(stackmap_size(10, 2), 192 + 128 + 2048 * 8 + 1024 * 576);
-	assert_int_equal(stackmap_size(18, 4096), 192 + 4096 * 64 + (2u << 18) * 8 + (1u << 18) * 576);
+	/* header 192 + 3 lines per CPU, table 2 x 2^bits x 8, pool 2^bits x 576 */
+	assert_int_equal(stackmap_size(10, 2), 192 + 2 * 192 + 2048 * 8 + 1024 * 576);
+	assert_int_equal(stackmap_size(18, 4096), 192 + 4096 * 192 + (2u << 18) * 8 + (1u << 18) * 576);
 
 	size_t size = stackmap_size(10, 1);
 	char *mem = aligned_alloc(64, size + 64);
@@ -696,6 +696,68 @@ static int online_cpus(void)
  * atomic ones; either way successes and drops of each CPU add up to its
  * calls, and a view with percpu cleared uses the atomic halves only.
  */
+/*
+ * Hint hits on the CPU a thread runs on go to that CPU's hits (struct
+ * stackmap_hit), and the readers' ref adds them: exact with no call in
+ * flight. An entry belongs to the first id that takes it; another id of
+ * the same entry counts in its element. A reset empties the entries.
+ */
+static void test_percpu_hint_hits(void **state)
+{
+	(void)state;
+	cpu_set_t old;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	uint32_t here = 0;
+	while (!CPU_ISSET(here, &old))
+		here++;
+	assert_int_equal(pin_to((int)here), 0);
+	struct fixture *f = new_map(10, here + 1, SEED);
+	struct stackmap *m = &f->map;
+	enum { N = 1000, IDS = STACKMAP_HITS + 1 };
+	uint64_t ips[IDS][6];
+	struct stackmap_hint h[IDS];
+	uint32_t id[IDS], got;
+	/* Ids 1 .. 9: 1 and 9 share an entry. */
+	for (uint32_t k = 0; k < IDS; k++) {
+		make_stack(ips[k], 6, k);
+		memset(&h[k], 0, sizeof(h[k]));
+		assert_int_equal(stackmap_get_id_hint(m, ips[k], 6, here, &h[k], 0, &id[k]), 1);
+		assert_int_equal(id[k], k + 1);
+	}
+	for (uint32_t n = 0; n < N; n++)
+		for (uint32_t k = 0; k < IDS; k++) {
+			assert_int_equal(stackmap_get_id_hint(m, ips[k], 6, here, &h[k], 1, &got), STACKMAP_FROM_HINT);
+			assert_int_equal(got, id[k]);
+		}
+	for (uint32_t k = 0; k < IDS; k++)
+		assert_int_equal(ref_of(m, id[k]), N + 1);
+	const struct stackmap_cpu *c = &m->cpu[here];
+	if (m->percpu) {
+		/* Nearly every hit in the entries (a preemption inside a
+		 * section sends one to the element: allow a few). */
+		const struct stackmap_hit *e = &c->hit[1];
+		assert_int_equal(e->id, 1);
+		assert_true(e->n >= N - 5 && e->n <= N);
+		assert_true(m->pool[0].ref <= 1 + 5);
+		/* Id 9 found the entry taken: its element counted. */
+		assert_true(m->pool[8].ref >= N + 1 - 5);
+	}
+	/* A reset empties the entries: the counts start again. */
+	assert_int_equal(stackmap_reset(m, 0), 0);
+	for (uint32_t e = 0; e < STACKMAP_HITS; e++)
+		assert_true(c->hit[e].id == 0 && c->hit[e].n == 0);
+	memset(&h[0], 0, sizeof(h[0]));
+	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 0, &got), 1);
+	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 1, &got), STACKMAP_FROM_HINT);
+	assert_int_equal(ref_of(m, got), 2);
+	/* The atomic path alone, as without rseq: the element counts. */
+	m->percpu = 0;
+	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 1, &got), STACKMAP_FROM_HINT);
+	assert_int_equal(ref_of(m, got), 3);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	free_map(f);
+}
+
 static void test_percpu_counters(void **state)
 {
 	(void)state;
@@ -1422,6 +1484,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_percpu_halves, setup, teardown),
 		cmocka_unit_test(test_percpu_counters),
+		cmocka_unit_test(test_percpu_hint_hits),
 		cmocka_unit_test(test_reset_under_load),
 		cmocka_unit_test_setup_teardown(test_open_damaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_text, setup, teardown),
