@@ -182,6 +182,11 @@ static void refresh_tables(void)
 		(void)rt_unwind_refresh();
 }
 
+/* This thread's errno, found once: `errno` is a call into libc
+ * (__errno_location) on every capture otherwise. Async-signal-safe: the
+ * address of a thread's errno never changes. */
+static __thread int *errno_at __attribute__((tls_model("initial-exec")));
+
 __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
 						     uint32_t *ret_depth)
 {
@@ -189,7 +194,10 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	*ret_depth = 0;
 	if (!s)
 		return RINGTRACE__STACK_NONE;
-	int saved_errno = errno;
+	int *ep = errno_at;
+	if (__builtin_expect(!ep, 0))
+		ep = errno_at = &errno;
+	int saved_errno = *ep;
 	int method = __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE);
 	if (!method)
 		method = RT_UNWIND_FP;
@@ -213,7 +221,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
 	ringtrace__tls.busy--;
 	if (n <= 0) {
-		errno = saved_errno;
+		*ep = saved_errno;
 		return RINGTRACE__STACK_NONE;
 	}
 #if UINTPTR_MAX != UINT64_MAX
@@ -227,7 +235,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 #endif
 	if (cpu < 0)
 		cpu = sched_getcpu();
-	errno = saved_errno;
+	*ep = saved_errno;
 	uint32_t id;
 	/*
 	 * The same frames as this thread's last walk (the unwinder's note):

@@ -153,14 +153,11 @@ static void sess_count_unwritten(struct sess *r, const struct rb_packet *pkt, in
  */
 #define DIO_ALIGN 4096u
 
+/* Asked once per stream file. */
 static int dio_wanted(void)
 {
-	static int wanted = -1;
-	if (wanted < 0) {
-		const char *e = getenv("RINGTRACE_DIRECT_IO");
-		wanted = !(e && !strcmp(e, "0"));
-	}
-	return wanted;
+	const char *e = getenv("RINGTRACE_DIRECT_IO");
+	return !(e && !strcmp(e, "0"));
 }
 
 /* The bounce buffer, at least `need` bytes, page-aligned. */

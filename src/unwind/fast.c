@@ -94,6 +94,10 @@ struct ft_cent {
 
 struct ft_counters {
 	uint64_t captures, fast, frames, hits, misses, memo_frames, noted, repeats;
+	/* The frames of the repeats: a repeat counts only in repeats and
+	 * rep_frames (two adds, not six), the totals add them
+	 * (rt_unwind_get_stats()). */
+	uint64_t rep_frames;
 	uint64_t fb[FT_FB_N];
 	uint64_t verified, mismatches, verify_skipped;
 };
@@ -552,13 +556,13 @@ int rt_unwind_get_stats(struct rt_unwind_stats *ret)
 		if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE))
 			counters_add(&c, &slots[i].c);
 	memset(ret, 0, sizeof(*ret));
-	ret->captures = c.captures;
-	ret->fast = c.fast;
-	ret->frames = c.frames;
+	ret->captures = c.captures + c.repeats;
+	ret->fast = c.fast + c.repeats;
+	ret->frames = c.frames + c.rep_frames;
 	ret->cache_hits = c.hits;
 	ret->cache_misses = c.misses;
-	ret->memo_frames = c.memo_frames;
-	ret->noted = c.noted;
+	ret->memo_frames = c.memo_frames + c.rep_frames;
+	ret->noted = c.noted + c.repeats;
 	ret->repeats = c.repeats;
 	ret->fb_bad_cfi = c.fb[FT_FB_BAD_CFI];
 	ret->fb_no_fde = c.fb[FT_FB_NO_FDE];
@@ -927,12 +931,20 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 			uint32_t take, to;
 			if (memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to) &&
 			    memo_check(old, 0, to, lo, hi) == to) {
+				/* The exit of `out` below for this case alone: a
+				 * capture, fast, noted, its frames from the memo,
+				 * counted as a repeat (rt_unwind_get_stats()). */
 				copy_words(ips, &old->ip[skip0], take + 1);
 				n = (int)take + 1;
-				memo_frames += take + 1;
-				noted = old;
+				ret_note->cell = old->note;
+				ret_note->seq = old->seq;
 				CNT_ADD(cn->repeats, 1);
-				goto out;
+				CNT_ADD(cn->rep_frames, (uint64_t)n);
+				sl->ip0 = first_ip;
+				sl->sp0 = first_sp;
+				/* Pairs as the release store at the end. */
+				__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
+				return n;
 			}
 		}
 		rec = &sl->mem->memo[sl->cur ^ 1];

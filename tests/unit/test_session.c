@@ -270,26 +270,66 @@ static void fake_packet(struct rb_packet *pkt, char *buf, size_t len, uint32_t c
 	pkt->cpu = cpu;
 }
 
-static void test_writer_packets(void **state)
+/* Whether files in DIR can be opened with O_DIRECT. */
+static int dir_takes_direct(const char *dir)
 {
-	(void)state;
+	char path[160];
+	snprintf(path, sizeof(path), "%s/direct.probe", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return fd >= 0;
+}
+
+/* Two packets to CPU 1's stream: buffered (RINGTRACE_DIRECT_IO=0) as they
+ * are; by default, where the file system takes O_DIRECT, each padded with
+ * zeros to 4 KiB, its packet_size saying so and nothing else changed. */
+static void writer_packets(int direct)
+{
 	struct wfix f;
+	if (direct)
+		unsetenv("RINGTRACE_DIRECT_IO");
+	else
+		setenv("RINGTRACE_DIRECT_IO", "0", 1);
 	writer_setup(&f);
+	const int padded = direct && dir_takes_direct(f.dir);
 	char a[256], b[512];
 	struct rb_packet pkt;
 	fake_packet(&pkt, a, sizeof(a), 1, 10, 3);
 	sess_write_packet(&f.r, &pkt);
 	fake_packet(&pkt, b, sizeof(b), 1, 20, 7);
 	sess_write_packet(&f.r, &pkt);
+	unsetenv("RINGTRACE_DIRECT_IO");
 	/* Whole packets, appended in order, to the stream of their CPU only. */
 	char path[128];
 	struct stat st;
+	const size_t want = padded ? 2 * 4096 : sizeof(a) + sizeof(b);
 	snprintf(path, sizeof(path), "%s/stream_1", f.dir);
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_size, sizeof(a) + sizeof(b));
+	assert_int_equal(st.st_size, want);
+	if (padded) {
+		static char got[2 * 4096];
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(read(fd, got, sizeof(got)), sizeof(got));
+		close(fd);
+		uint64_t bits = 4096 * 8, size;
+		for (int k = 0; k < 2; k++) {
+			const char *p = got + k * 4096, *orig = k ? b : a;
+			const size_t len = k ? sizeof(b) : sizeof(a);
+			memcpy(&size, p + PKT_OFF(packet_size), 8);
+			assert_int_equal(size, bits);
+			assert_memory_equal(p, orig, PKT_OFF(packet_size));
+			assert_memory_equal(p + PKT_OFF(packet_size) + 8, orig + PKT_OFF(packet_size) + 8,
+					    len - PKT_OFF(packet_size) - 8);
+			for (size_t i = len; i < 4096; i++)
+				assert_int_equal(p[i], 0);
+		}
+	}
 	snprintf(path, sizeof(path), "%s/stream_0", f.dir);
 	assert_int_equal(stat(path, &st), -1);
-	assert_int_equal(f.r.bytes, sizeof(a) + sizeof(b));
+	assert_int_equal(f.r.bytes, want);
 	/* The loss accounting knows the last packet's discarded count. */
 	assert_true(f.r.wrote[1] && !f.r.wrote[0]);
 	assert_int_equal(f.r.disc_written[1], 7);
@@ -297,9 +337,16 @@ static void test_writer_packets(void **state)
 	assert_int_equal(f.r.write_errno, 0);
 	struct sess_stats s;
 	sess_stats_get(&f.r, &s);
-	assert_int_equal(s.bytes, sizeof(a) + sizeof(b));
+	assert_int_equal(s.bytes, want);
 	assert_int_equal(s.lost_unwritten, 0);
 	writer_teardown(&f);
+}
+
+static void test_writer_packets(void **state)
+{
+	(void)state;
+	writer_packets(0);
+	writer_packets(1);
 }
 
 /* The disk is full: the packet is not in the trace (no part of it), its

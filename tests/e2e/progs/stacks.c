@@ -113,7 +113,9 @@ static void on_usr2(int sig)
 static void *storm_worker(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 300000; i++) {
+	/* Until a signal came too: on a busy machine the main thread may
+	 * not run before 300000 pairs are done (bounded all the same). */
+	for (int i = 0; i < 300000 || (storm_handled == 0 && i < 300000000); i++) {
 		void *volatile p = malloc((size_t)(i % 512) + 1);
 		free(p);
 	}
