@@ -110,6 +110,7 @@ summary() {
 		if (w == "pairs1" && t == "stacks") lim = 2.5
 		if (w == "pairs2" && t == "stacks") lim = 3
 		if (w == "pairs2" && (t == "aggregate" || t == "aggstacks")) lim = 1.1
+		if (w == "cc1" && t == "aggstacks") lim = 1.1
 		if (t == "heaptrack" && w == "cc1") return "earlier 1.57x"
 		if (t == "heaptrack" && w == "pairs1") return "earlier 3.9x"
 		if (t == "heaptrack" && w == "pairs2") return "earlier 9.4x"
@@ -179,7 +180,8 @@ summary() {
 			if (("mem_unwind_" wl[i]) in info)
 				printf "  unwind tables, %s: %s\n", wname[wl[i]], info["mem_unwind_" wl[i]]
 		print "  Targets (reported, not asserted): record --mem <= 1.05x on cc1; --stacks <= 1.25x on cc1,"
-		print "  <= 2.5x on 1-thread and <= 3x on 2-thread pairs; --aggregate <= 1.1x on 2-thread pairs. heaptrack measured"
+		print "  <= 2.5x on 1-thread and <= 3x on 2-thread pairs; --aggregate <= 1.1x on 2-thread pairs; --aggregate --stacks"
+		print "  <= 1.1x on cc1 (and on 2-thread pairs, an older target). heaptrack measured"
 		print "  earlier (docs/hot-path-notes.md): 1.57x on cc1, 3.9x / 9.4x on 1- / 2-thread pairs."
 		for (i = 1; i <= nw; i++)
 			for (j = 3; j <= nt; j++)
