@@ -684,6 +684,18 @@ static int pin_to(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* Pin the thread to the first CPU it may run on, which is returned; its
+ * affinity before in *old. */
+static uint32_t pin_to_first(cpu_set_t *old)
+{
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(*old), old), 0);
+	uint32_t here = 0;
+	while (!CPU_ISSET(here, old))
+		here++;
+	assert_int_equal(pin_to((int)here), 0);
+	return here;
+}
+
 static int online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -706,11 +718,7 @@ static void test_percpu_hint_hits(void **state)
 {
 	(void)state;
 	cpu_set_t old;
-	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
-	uint32_t here = 0;
-	while (!CPU_ISSET(here, &old))
-		here++;
-	assert_int_equal(pin_to((int)here), 0);
+	uint32_t here = pin_to_first(&old);
 	struct fixture *f = new_map(10, here + 1, SEED);
 	struct stackmap *m = &f->map;
 	enum { N = 1000, IDS = STACKMAP_HITS + 1 };
@@ -762,11 +770,7 @@ static void test_percpu_counters(void **state)
 {
 	(void)state;
 	cpu_set_t old;
-	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
-	uint32_t here = 0;
-	while (!CPU_ISSET(here, &old))
-		here++;
-	assert_int_equal(pin_to((int)here), 0);
+	uint32_t here = pin_to_first(&old);
 	/* Blocks for this CPU and the next one, which no thread here runs on. */
 	struct fixture *f = new_map(10, here + 2, SEED);
 	struct stackmap *m = &f->map;
