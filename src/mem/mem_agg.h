@@ -121,7 +121,12 @@ struct memagg_header {
 	uint32_t cache_cursor;       /* caches claimed (may pass MEMAGG_CACHES) */
 	uint32_t held;               /* a followed process's own block: 1 once the
 				      * recorder has it open (futex word) */
-	uint64_t pad2[4];
+	/* Groups of caches that ended threads gave back, for the next
+	 * threads (memagg.c, group_push): a stack, low 32 bits the first
+	 * cache's index + 1 (0: empty), high 32 bits a tag. */
+	uint64_t free_groups;
+	uint64_t free_pushed;        /* groups given back, in all (a statistic) */
+	uint64_t pad2[2];
 };
 _Static_assert(sizeof(struct memagg_header) == 192, "three cache lines");
 
@@ -164,7 +169,7 @@ struct memagg_cache {
 	int64_t peak;
 	uint64_t glive_req, glive_usable;
 	int64_t gpeak;
-	uint64_t pad;
+	uint64_t next;               /* in a free group's first cache: the next group (free_groups) */
 };
 _Static_assert(sizeof(struct memagg_cache) == 128, "two cache lines");
 

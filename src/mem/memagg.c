@@ -87,7 +87,7 @@ static __thread int32_t my_cache __attribute__((tls_model("initial-exec"))) = -1
 
 static int attach_fd(long fd);
 
-/* A thread's flush when it ends (fw_exit(), with the full mode's ways). */
+/* A thread's flush when it ends, and its caches given back (fw_exit()). */
 static pthread_key_t fw_key;
 static int fw_key_ok;
 static void fw_exit(void *v);
@@ -356,16 +356,70 @@ static __attribute__((noinline)) void flush(struct memagg_cache *c)
 	__atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * Groups of FW_CACHES caches, the unit a thread claims in either mode
+ * (the full mode's ways and spare; the sampled mode's ways and one
+ * unused), go back to the block when their thread ends (fw_exit(), after
+ * its last flush) and are taken again by the next threads: a program that
+ * starts and ends threads all its life keeps counting in caches instead
+ * of running out of them after MEMAGG_CACHES / FW_CACHES threads and
+ * counting every call with atomic adds. The free groups form a stack in
+ * the header (free_groups: the first cache's index + 1, and a tag bumped
+ * by every push and pop against ABA), linked through the first cache's
+ * `next`. The block is shared: every access is atomic, and an index read
+ * from it is checked before use.
+ */
+#define FW_CACHES (MEMAGG_WAYS + 1)
+
+static void group_push(struct memagg_cache *g)
+{
+	uint64_t *head = &memagg_hdr->free_groups;
+	uint32_t idx = (uint32_t)(g - caches);
+	uint64_t old = __atomic_load_n(head, __ATOMIC_RELAXED), nv;
+	do {
+		/* Relaxed: published by the release CAS below. */
+		__atomic_store_n(&g->next, (uint32_t)old, __ATOMIC_RELAXED);
+		nv = (((old >> 32) + 1) << 32) | (idx + 1);
+		/* Release, partner: the acquire CAS of group_pop(): the taker
+		 * sees the link and the emptied sums. */
+	} while (!__atomic_compare_exchange_n(head, &old, nv, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	__atomic_fetch_add(&memagg_hdr->free_pushed, 1, __ATOMIC_RELAXED);
+}
+
+static struct memagg_cache *group_pop(void)
+{
+	uint64_t *head = &memagg_hdr->free_groups;
+	/* Acquire, partner: the release CAS of group_push(). */
+	uint64_t old = __atomic_load_n(head, __ATOMIC_ACQUIRE), nv;
+	do {
+		uint32_t i = (uint32_t)old;
+		if (i == 0 || i > MEMAGG_CACHES - FW_CACHES + 1)
+			return NULL; /* empty (or damaged: claim from the cursor) */
+		/* Relaxed: a link read from a group another thread popped
+		 * meanwhile is stale, and then the tag makes the CAS fail. */
+		uint32_t next = (uint32_t)__atomic_load_n(&caches[i - 1].next, __ATOMIC_RELAXED);
+		nv = (((old >> 32) + 1) << 32) | next;
+	} while (!__atomic_compare_exchange_n(head, &old, nv, 1, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE));
+	return &caches[(uint32_t)old - 1];
+}
+
 /* N caches of the block claimed at once, each naming no row yet, or NULL
- * when the block has fewer left (the cursor may pass MEMAGG_CACHES). */
+ * when the block has fewer left (the cursor may pass MEMAGG_CACHES); a
+ * group (FW_CACHES) given back by an ended thread first. */
 static struct memagg_cache *caches_claim(uint32_t n)
 {
-	uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, n, __ATOMIC_RELAXED);
-	if (k > MEMAGG_CACHES - n)
-		return NULL;
-	for (uint32_t i = 0; i < n; i++)
-		__atomic_store_n(&caches[k + i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
-	return &caches[k];
+	struct memagg_cache *c = n == FW_CACHES ? group_pop() : NULL;
+	if (!c) {
+		uint32_t k = __atomic_fetch_add(&memagg_hdr->cache_cursor, n, __ATOMIC_RELAXED);
+		if (k > MEMAGG_CACHES - n)
+			return NULL;
+		c = &caches[k];
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		__atomic_store_n(&c[i].slot, MEMAGG_CACHE_NONE, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].ops, 0, __ATOMIC_RELAXED);
+	}
+	return c;
 }
 
 /* The thread's cache, pointed at slot SI (its sums for another slot
@@ -413,30 +467,35 @@ static void direct(struct memagg_cache *tmp, uint32_t si)
 
 /* ---- the sampled mode's ways ------------------------------------------------
  *
- * MEMAGG_WAYS caches claimed at once from the block's (the cursor moves by
- * MEMAGG_WAYS); readers fold them as any cache. Each holds the pending
- * sums of one exact row (memagg_count), the row's way chosen by the hash
- * of its call site. Threads that find no MEMAGG_WAYS caches left (more
- * than MEMAGG_CACHES / MEMAGG_WAYS threads) count through one cache, or
- * with atomics.
+ * MEMAGG_WAYS caches of a group claimed at once (caches_claim(), the
+ * group's last cache unused); readers fold them as any cache. Each holds
+ * the pending sums of one exact row (memagg_count), the row's way chosen
+ * by the hash of its call site. The group goes back when the thread ends
+ * (fw_exit()). Threads that find no group left (more than MEMAGG_CACHES /
+ * FW_CACHES threads alive at once) count through one cache, or with
+ * atomics.
  */
 __thread struct memagg_cache *memagg_ways __attribute__((tls_model("initial-exec")));
 __thread uint64_t memagg_way_site[MEMAGG_WAYS] __attribute__((tls_model("initial-exec"))) = {
 	[0 ... MEMAGG_WAYS - 1] = MEMAGG_WAY_EMPTY
 };
-/* 1: the block had no MEMAGG_WAYS caches left for this thread. */
+/* 1: the block had no group left for this thread, or it has ended. */
 static __thread int ways_none __attribute__((tls_model("initial-exec")));
 static __thread uint64_t memo_site __attribute__((tls_model("initial-exec")));
 static __thread uint32_t memo_slot __attribute__((tls_model("initial-exec")));
 
 static int ways_claim(void)
 {
-	struct memagg_cache *c = caches_claim(MEMAGG_WAYS);
+	/* A whole group (the last cache unused), so that an ended thread's
+	 * ways go back as any group (caches_claim). */
+	struct memagg_cache *c = caches_claim(FW_CACHES);
 	if (!c) {
 		ways_none = 1;
 		return 0;
 	}
 	memagg_ways = c;
+	if (fw_key_ok)
+		pthread_setspecific(fw_key, (void *)1);
 	return 1;
 }
 
@@ -467,7 +526,7 @@ static int ways_claim(void)
  * does not wait for another to take its way. Threads that find no caches
  * left count through one cache, or with atomics (cache_for).
  */
-#define FW_CACHES (MEMAGG_WAYS + 1)
+static __thread struct memagg_cache *fw_base __attribute__((tls_model("initial-exec"))); /* the group */
 static __thread struct memagg_cache *fw_way[MEMAGG_WAYS] __attribute__((tls_model("initial-exec")));
 static __thread struct memagg_cache *fw_spare __attribute__((tls_model("initial-exec")));
 static __thread struct memagg_cache *fw_heap __attribute__((tls_model("initial-exec"))); /* NULL: none yet */
@@ -484,6 +543,7 @@ static void ways_reset(void)
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
 		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
 	fw_heap = NULL;
+	fw_base = NULL;
 	fw_none = 0;
 	fw_ops = 0;
 }
@@ -501,6 +561,7 @@ static int fw_claim(void)
 		fw_way[w] = &c[w];
 	fw_spare = &c[MEMAGG_WAYS];
 	fw_heap = &c[0];
+	fw_base = c;
 	if (fw_key_ok)
 		pthread_setspecific(fw_key, (void *)1);
 	return 1;
@@ -522,27 +583,42 @@ static __attribute__((noinline)) void fw_flush(struct memagg_cache *heap)
  * and the header's live figure, against which the other threads take the
  * heap's peak, would lack its last calls for the rest of the run (a
  * thread that allocated blocks that another frees took the heap below
- * zero). Only keys below 32 are used: pthread_setspecific allocates for
- * the others. The main thread's exit ends the process: the readers fold
- * what it left.
+ * zero). Then it gives its groups back (group_push()): the full mode's
+ * and the sampled mode's ways, emptied. Only keys below 32 are used:
+ * pthread_setspecific allocates for the others. The main thread's exit
+ * ends the process: the readers fold what it left.
  */
 static void fw_exit(void *v)
 {
 	(void)v;
-	struct memagg_cache *heap = fw_heap;
+	struct memagg_cache *heap = fw_heap, *base = fw_base, *ways = memagg_ways;
 	/* memagg_hdr NULL: a forked child that does not count (the caches
 	 * are its parent's). */
-	if (!heap || !__atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED))
+	if ((!heap && !ways) || !__atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED))
 		return;
 	/* The thread's calls from here on (other libraries' thread-exit
 	 * destructors free memory, and so may a signal handler) count with
-	 * the atomics: not in the caches being flushed, nor in a cache of
-	 * their own that nobody would flush. */
+	 * the atomics: not in the caches being flushed and given back, nor
+	 * in a cache of their own that nobody would flush. */
 	fw_none = 1;
 	fw_heap = NULL;
+	fw_base = NULL;
 	my_cache = -2;
+	ways_none = 1;
+	memagg_ways = NULL;
+	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	fw_flush(heap);
+	if (heap) {
+		fw_flush(heap);
+		if (base)
+			group_push(base);
+	}
+	if (ways) {
+		for (unsigned w = 0; w < MEMAGG_WAYS; w++)
+			flush_row(&ways[w]);
+		group_push(ways);
+	}
 }
 
 /* Row SI takes way K: the way's cache becomes the spare (its slot's lines

@@ -6,7 +6,8 @@
  * caches, and fewer, count every row exactly once their caches are folded
  * in, as `ringtrace report` folds them; a thread that ends leaves its sums
  * in the rows and the header, not in its caches; the heap's peak is that
- * of a thread's whole live bytes, not of one cache's share.
+ * of a thread's whole live bytes, not of one cache's share; the caches
+ * of ended threads go to the next ones.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -275,6 +276,61 @@ static void test_heap_peak(void **state)
 	free(f);
 }
 
+/*
+ * Threads that end give their caches back: THREADS threads one after the
+ * other, each counting in both modes (the full mode's rows and the
+ * sampled mode's exact site rows), take the groups the ended ones left
+ * instead of moving the cursor past the block's caches (where later
+ * threads would count with atomics), and every count stays exact.
+ */
+#define THREADS 400
+#define SITE    UINT64_C(0x7f0000401234)
+
+static void *short_lived(void *arg)
+{
+	unsigned t = (unsigned)(uintptr_t)arg;
+	for (unsigned i = 0; i < 5; i++) {
+		void *p = addr(8, 200, t * 5 + i);
+		memagg_alloc(MEM_A_MALLOC, p, 64, 72, stack_key(700));
+		memagg_free(p, 0, 72);
+		memagg_count(MEM_A_MALLOC, p, 32, 40, SITE);
+	}
+	return NULL;
+}
+
+static void test_groups_recycled(void **state)
+{
+	(void)state;
+	uint32_t cursor0 = __atomic_load_n(&memagg_hdr->cache_cursor, __ATOMIC_RELAXED);
+	uint64_t pushed0 = __atomic_load_n(&memagg_hdr->free_pushed, __ATOMIC_RELAXED);
+	for (uintptr_t t = 0; t < THREADS; t++) {
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, short_lived, (void *)t), 0);
+		pthread_join(th, NULL);
+	}
+	/* Two groups a thread (one per mode), given back at its end: a
+	 * few groups in all, where 2 x THREADS would pass MEMAGG_CACHES. */
+	uint32_t cursor = __atomic_load_n(&memagg_hdr->cache_cursor, __ATOMIC_RELAXED);
+	assert_true(cursor - cursor0 <= 4 * FW_CACHES);
+	assert_true(2 * THREADS * FW_CACHES > MEMAGG_CACHES);
+	assert_int_equal(__atomic_load_n(&memagg_hdr->free_pushed, __ATOMIC_RELAXED) - pushed0, 2 * THREADS);
+	struct memagg_header *f = folded();
+	const struct memagg_slot *full = row(f, stack_key(700)), *site = row(f, SITE);
+	assert_non_null(full);
+	assert_non_null(site);
+	assert_int_equal(full->allocs, 5 * THREADS);
+	assert_int_equal(full->frees, 5 * THREADS);
+	assert_int_equal(full->req, 64 * 5 * THREADS);
+	assert_int_equal(site->allocs, 5 * THREADS);
+	assert_int_equal(site->req, 32 * 5 * THREADS);
+	assert_int_equal(site->usable, 40 * 5 * THREADS);
+	free(f);
+	/* The sums are in the rows, not in the caches given back. */
+	const struct memagg_slot *raw = row(block, SITE);
+	assert_non_null(raw);
+	assert_int_equal(__atomic_load_n(&raw->allocs, __ATOMIC_RELAXED), 5 * THREADS);
+}
+
 int main(void)
 {
 	if (setup_block() < 0) {
@@ -286,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_thread_end),
 		cmocka_unit_test(test_after_thread_end),
 		cmocka_unit_test(test_heap_peak),
+		cmocka_unit_test(test_groups_recycled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
