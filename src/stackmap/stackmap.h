@@ -106,23 +106,15 @@ struct stackmap_header {
 };
 
 /*
- * Per CPU, three cache lines, for the calls that pass this CPU number. The l_
- * counters are written only by code running on this CPU, with plain adds
- * in rseq critical sections (any process, any thread: the CPU runs one at a
- * time); the others with atomic read-modify-writes from anywhere. Calls
- * entered = l_entries + entries, left = l_exits + exits (successes and
- * drops), in flight = entered - left.
- */
-/*
  * The hits of a CPU's calls answered by a hint (stackmap_get_id_hint()),
  * counted here rather than in the element's ref: hit[id & (STACKMAP_HITS -
  * 1)] belongs to the first id that uses it after a reset, and then counts
  * that id's hint hits on this CPU with a plain add in an rseq section. An
  * element's count is its ref plus its entry in every CPU's hits (the
- * readers add them: read_elem()). Why: a LOCKed add on the element's line
- * was a third of a repeated capture's map time on one thread, and with
- * two threads taking the same stack the line bounced between their CPUs
- * (4 x the cost, perf on bench/mem_pairs.c).
+ * readers add them: read_elem()). Why: with two threads taking the same
+ * stack, a LOCKed add on the element's line bounced it between their
+ * CPUs: 12.7% of the program's samples on bench/mem_pairs.c (2 threads,
+ * --mem --stacks, perf cpu-clock), 2.8% with these entries.
  */
 #define STACKMAP_HITS 8
 struct stackmap_hit {
@@ -131,6 +123,14 @@ struct stackmap_hit {
 	uint64_t n;
 };
 
+/*
+ * Per CPU, three cache lines, for the calls that pass this CPU number. The l_
+ * counters are written only by code running on this CPU, with plain adds
+ * in rseq critical sections (any process, any thread: the CPU runs one at a
+ * time); the others with atomic read-modify-writes from anywhere. Calls
+ * entered = l_entries + entries, left = l_exits + exits (successes and
+ * drops), in flight = entered - left.
+ */
 struct stackmap_cpu {
 	uint64_t l_entries;          /* rseq: calls that entered get_id */
 	uint64_t l_exits;            /* rseq: calls that left it */

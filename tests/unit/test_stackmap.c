@@ -703,12 +703,6 @@ static int online_cpus(void)
 }
 
 /*
- * Calls that name the CPU they run on count through the per-CPU halves
- * (when this build and this process have rseq), the others through the
- * atomic ones; either way successes and drops of each CPU add up to its
- * calls, and a view with percpu cleared uses the atomic halves only.
- */
-/*
  * Hint hits on the CPU a thread runs on go to that CPU's hits (struct
  * stackmap_hit), and the readers' ref adds them: exact with no call in
  * flight. An entry belongs to the first id that takes it; another id of
@@ -766,6 +760,12 @@ static void test_percpu_hint_hits(void **state)
 	free_map(f);
 }
 
+/*
+ * Calls that name the CPU they run on count through the per-CPU halves
+ * (when this build and this process have rseq), the others through the
+ * atomic ones; either way successes and drops of each CPU add up to its
+ * calls, and a view with percpu cleared uses the atomic halves only.
+ */
 static void test_percpu_counters(void **state)
 {
 	(void)state;
