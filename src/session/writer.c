@@ -131,10 +131,11 @@ static void sess_count_unwritten(struct sess *r, const struct rb_packet *pkt, in
 
 /*
  * Direct writes. A buffered write() copies the packet into the page
- * cache; on a VM that copy and its accounting cost the recorder about
- * 2 ns of system time per byte (`dd bs=1M` of 1 GB: 2.1 s of system time
- * against 0.08 s with oflag=direct), and at tens of millions of events a
- * second that is a CPU the traced program wanted. So a stream file is
+ * cache; on a VM that copy and its accounting cost the recorder 0.5-2 ns
+ * of system time per byte (`dd bs=1M` of 1 GB: 2.1 s of system time
+ * against 0.08 s with oflag=direct; 1.2 GB of packets from
+ * bench/mem_pairs.c: 0.6-1.0 s against 0.13-0.24 s), and at tens of
+ * millions of events a second that is a CPU the traced program wanted. So a stream file is
  * written with O_DIRECT where its file system takes it: the device reads
  * the packet from our memory, the shared sub-buffer itself when it is
  * page-aligned (the held sub-buffers of discard mode, the reader's copy
@@ -220,6 +221,18 @@ static ssize_t write_direct(struct sess *r, int fd, const struct rb_packet *pkt)
 	return (size_t)k == padded ? k : -EAGAIN;
 }
 
+/* A packet that could not be written (error ERR): said once, the file cut
+ * back to START (where the packet began), its events counted. */
+static void packet_not_written(struct sess *r, const struct rb_packet *pkt, off_t start, int err)
+{
+	sess_log(SESS_SRC_RECORD, "cannot write '%s/stream_%u': %s; events from now on are not saved\n", r->outdir,
+		 pkt->cpu, strerror(err));
+	if (start >= 0 && ftruncate(r->fds[pkt->cpu], start) < 0) {
+		/* nothing more to do: the message above stands */
+	}
+	sess_count_unwritten(r, pkt, err);
+}
+
 /* Append one whole packet; on a short write, cut the file back so that it
  * only ever holds whole packets (a truncated packet makes the trace
  * unreadable). After a failure nothing more is written: the trace ends
@@ -256,17 +269,16 @@ void sess_write_packet(struct sess *r, const struct rb_packet *pkt)
 		if (k >= 0) {
 			done = len = (size_t)k;
 		} else {
-			/* Buffered from now on, this packet included; a
-			 * full disk is the error below. */
+			/* Buffered from now on, this packet included, once
+			 * the file is cut back to its last whole packet; a
+			 * full disk is an error as below. */
 			int fl = fcntl(*fd, F_GETFL);
 			r->dio[pkt->cpu] = 0;
-			if ((start >= 0 && ftruncate(*fd, start) < 0) || fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_DIRECT) < 0 ||
-			    lseek(*fd, 0, SEEK_END) < 0)
+			if (k == -EAGAIN && ((start >= 0 && ftruncate(*fd, start) < 0) || fl < 0 ||
+					     fcntl(*fd, F_SETFL, fl & ~O_DIRECT) < 0 || lseek(*fd, 0, SEEK_END) < 0))
 				k = -EIO;
 			if (k != -EAGAIN) {
-				sess_log(SESS_SRC_RECORD, "cannot write '%s/stream_%u': %s; events from now on are not saved\n",
-					 r->outdir, pkt->cpu, strerror((int)-k));
-				sess_count_unwritten(r, pkt, (int)-k);
+				packet_not_written(r, pkt, start, (int)-k);
 				return;
 			}
 		}
@@ -276,13 +288,8 @@ void sess_write_packet(struct sess *r, const struct rb_packet *pkt)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
-			int err = k < 0 ? errno : ENOSPC; /* a write of 0 bytes: no room */
-			sess_log(SESS_SRC_RECORD, "cannot write '%s/stream_%u': %s; events from now on are not saved\n",
-				r->outdir, pkt->cpu, strerror(err));
-			if (start >= 0 && ftruncate(*fd, start) < 0) {
-				/* nothing more to do: the message above stands */
-			}
-			sess_count_unwritten(r, pkt, err);
+			/* A write of 0 bytes: no room. */
+			packet_not_written(r, pkt, start, k < 0 ? errno : ENOSPC);
 			return;
 		}
 		done += (size_t)k;
