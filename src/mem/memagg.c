@@ -526,7 +526,6 @@ static int ways_claim(void)
  * does not wait for another to take its way. Threads that find no caches
  * left count through one cache, or with atomics (cache_for).
  */
-static __thread struct memagg_cache *fw_base __attribute__((tls_model("initial-exec"))); /* the group */
 static __thread struct memagg_cache *fw_way[MEMAGG_WAYS] __attribute__((tls_model("initial-exec")));
 static __thread struct memagg_cache *fw_spare __attribute__((tls_model("initial-exec")));
 static __thread struct memagg_cache *fw_heap __attribute__((tls_model("initial-exec"))); /* NULL: none yet */
@@ -543,7 +542,6 @@ static void ways_reset(void)
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
 		memagg_way_site[w] = MEMAGG_WAY_EMPTY;
 	fw_heap = NULL;
-	fw_base = NULL;
 	fw_none = 0;
 	fw_ops = 0;
 }
@@ -560,8 +558,7 @@ static int fw_claim(void)
 	for (unsigned w = 0; w < MEMAGG_WAYS; w++)
 		fw_way[w] = &c[w];
 	fw_spare = &c[MEMAGG_WAYS];
-	fw_heap = &c[0];
-	fw_base = c;
+	fw_heap = &c[0];   /* also the group's first cache: what fw_exit() gives back */
 	if (fw_key_ok)
 		pthread_setspecific(fw_key, (void *)1);
 	return 1;
@@ -591,7 +588,7 @@ static __attribute__((noinline)) void fw_flush(struct memagg_cache *heap)
 static void fw_exit(void *v)
 {
 	(void)v;
-	struct memagg_cache *heap = fw_heap, *base = fw_base, *ways = memagg_ways;
+	struct memagg_cache *heap = fw_heap, *ways = memagg_ways;
 	/* memagg_hdr NULL: a forked child that does not count (the caches
 	 * are its parent's). */
 	if ((!heap && !ways) || !__atomic_load_n(&memagg_hdr, __ATOMIC_RELAXED))
@@ -602,7 +599,6 @@ static void fw_exit(void *v)
 	 * in a cache of their own that nobody would flush. */
 	fw_none = 1;
 	fw_heap = NULL;
-	fw_base = NULL;
 	my_cache = -2;
 	ways_none = 1;
 	memagg_ways = NULL;
@@ -611,8 +607,7 @@ static void fw_exit(void *v)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (heap) {
 		fw_flush(heap);
-		if (base)
-			group_push(base);
+		group_push(heap);   /* the group's first cache (fw_claim) */
 	}
 	if (ways) {
 		for (unsigned w = 0; w < MEMAGG_WAYS; w++)

@@ -81,6 +81,15 @@ static void *addr(unsigned t, unsigned k, unsigned i)
 	return (void *)(uintptr_t)(UINT64_C(0x100000000) * (t + 1) + ((((uint64_t)k << 12) + i) << 6));
 }
 
+/* FN(ARG) in a thread of its own, run to its end (its caches flushed and
+ * given back by then). */
+static void run_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, fn, arg), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 /*
  * Many and few rows. Thread T (0, 1), ROUNDS times: a block at each of
  * MANY rows (ids 100..119, 8 (k + 1) bytes), freed in reverse order, then
@@ -180,9 +189,7 @@ static void test_thread_end(void **state)
 {
 	(void)state;
 	uint64_t live0 = __atomic_load_n(&memagg_hdr->live_req, __ATOMIC_RELAXED);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, keep_and_end, NULL), 0);
-	pthread_join(th, NULL);
+	run_thread(keep_and_end, NULL);
 	/* The block as the program leaves it, not folded. */
 	const struct memagg_slot *s = row(block, stack_key(400));
 	assert_non_null(s);
@@ -192,8 +199,7 @@ static void test_thread_end(void **state)
 	/* Another thread frees them and ends: the header is back where it
 	 * was, no thread holding a part of it (the next test's peak is
 	 * taken against it). */
-	assert_int_equal(pthread_create(&th, NULL, free_and_end, NULL), 0);
-	pthread_join(th, NULL);
+	run_thread(free_and_end, NULL);
 	assert_int_equal(__atomic_load_n(&memagg_hdr->live_req, __ATOMIC_RELAXED), live0);
 	struct memagg_header *f = folded();
 	assert_int_equal(f->live_req, live0);
@@ -230,9 +236,7 @@ static void test_after_thread_end(void **state)
 	(void)state;
 	uint64_t live0 = __atomic_load_n(&memagg_hdr->live_req, __ATOMIC_RELAXED);
 	assert_int_equal(pthread_key_create(&late_key, late_frees), 0);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, alloc_then_free_late, NULL), 0);
-	pthread_join(th, NULL);
+	run_thread(alloc_then_free_late, NULL);
 	/* The block as the program leaves it, not folded. */
 	const struct memagg_slot *s = row(block, stack_key(600));
 	assert_non_null(s);
@@ -265,9 +269,7 @@ static void test_heap_peak(void **state)
 	struct memagg_header *f = folded();
 	uint64_t live0 = f->live_req;
 	free(f);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, spread, NULL), 0);
-	pthread_join(th, NULL);
+	run_thread(spread, NULL);
 	f = folded();
 	assert_int_equal(f->live_req, live0);
 	assert_int_equal(f->peak_req, live0 + 100000);
@@ -303,11 +305,8 @@ static void test_groups_recycled(void **state)
 	(void)state;
 	uint32_t cursor0 = __atomic_load_n(&memagg_hdr->cache_cursor, __ATOMIC_RELAXED);
 	uint64_t pushed0 = __atomic_load_n(&memagg_hdr->free_pushed, __ATOMIC_RELAXED);
-	for (uintptr_t t = 0; t < THREADS; t++) {
-		pthread_t th;
-		assert_int_equal(pthread_create(&th, NULL, short_lived, (void *)t), 0);
-		pthread_join(th, NULL);
-	}
+	for (uintptr_t t = 0; t < THREADS; t++)
+		run_thread(short_lived, (void *)t);
 	/* Two groups a thread (one per mode), given back at its end: a
 	 * few groups in all, where 2 x THREADS would pass MEMAGG_CACHES. */
 	uint32_t cursor = __atomic_load_n(&memagg_hdr->cache_cursor, __ATOMIC_RELAXED);
