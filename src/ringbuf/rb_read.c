@@ -19,6 +19,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "common/packet_layout.h"
 #include "ringbuf/rb.h"
@@ -296,6 +299,50 @@ int rb_reader_get(struct rb_reader *r, uint32_t cpu, struct rb_packet *pkt)
 	}
 }
 
+/*
+ * Zero a sub-buffer the writers will fill next. With streaming stores on
+ * x86-64: a plain memset reads every line for ownership first, out of the
+ * cache of the CPU that wrote the packet, and leaves the recorder's cache
+ * full of lines the writers take back; streaming stores go to memory and
+ * drop the lines from every cache. Under `--mem --stacks` on the 2-thread
+ * bench/mem_pairs.c, perf put the recorder's zeroing at 2.9% of all
+ * samples with memset, 0.8% with these: CPU time the program's threads
+ * get back on a 2-CPU machine. The sfence
+ * orders them before the caller's release store of the slot's owner, as
+ * the memset's plain stores are. Not under TSan, which sees only plain
+ * stores (the memset's): the race checks of the tests keep them.
+ */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#  define RB_STREAM_ZERO 1
+#  if defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#      undef RB_STREAM_ZERO
+#      define RB_STREAM_ZERO 0
+#    endif
+#  endif
+#else
+#  define RB_STREAM_ZERO 0
+#endif
+
+static void zero_subbuf(char *p, size_t len)
+{
+#if RB_STREAM_ZERO
+	if (((uintptr_t)p & 15) == 0 && (len & 63) == 0) {
+		const __m128i z = _mm_setzero_si128();
+		__m128i *v = (__m128i *)(void *)p;
+		for (size_t i = 0, n = len / 16; i < n; i += 4) {
+			_mm_stream_si128(v + i, z);
+			_mm_stream_si128(v + i + 1, z);
+			_mm_stream_si128(v + i + 2, z);
+			_mm_stream_si128(v + i + 3, z);
+		}
+		_mm_sfence();
+		return;
+	}
+#endif
+	memset(p, 0, len);
+}
+
 void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 {
 	struct ringtrace__rb *rb = r->rb;
@@ -307,7 +354,7 @@ void rb_reader_put(struct rb_reader *r, uint32_t cpu)
 	struct ringtrace__rb_slot *s = &pc->slots[rb_slot_of(rb, rpos)];
 	/* Zeroed, so that a record reserved later but never written reads as
 	 * a zero header (design.md "Event write order"). */
-	memset(pc->data + (rpos & rb->buf_mask), 0, rb->sb_mask + 1);
+	zero_subbuf(pc->data + (rpos & rb->buf_mask), rb->sb_mask + 1);
 	uint64_t ow = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
 	/* Release: the zeroing happens before a writer can reuse the slot
 	 * (pairs with the acquire CAS in claim_slot). */
