@@ -84,10 +84,19 @@ struct ringtrace_event_desc {
  * with the stack suffix described at ringtrace__rb.stacks. */
 #define RINGTRACE__EVF_STACK 0x1u
 /* Set at run time by the allocation tracer on the events whose stacks no
- * report reads (a free's: its call site is a field). In a region that
- * gives every event a stack, such an event's suffix says "no stack"
- * (stack_id RINGTRACE__STACK_NONE, depth 0) and nothing is captured. */
+ * report reads (a free's: its call site is a field): nothing is captured
+ * for them. In a region that gives every event a stack they carry no
+ * suffix (their signature there has none) and keep the inline path,
+ * unless the library gave them RINGTRACE__EVF_SUFFIX: then the suffix
+ * says "no stack" (stack_id RINGTRACE__STACK_NONE, depth 0). */
 #define RINGTRACE__EVF_NO_STACK 0x2u
+/* Set at run time by the library, for good, on the events whose records
+ * end with the stack suffix in a region that gives every event a stack
+ * (src/lib/registry.c): before their signature is logged there, and
+ * before a probe can see that region or the definition's id. It keeps
+ * them off the inline path (any flag but NO_STACK does), which writes
+ * no suffix; the slow path writes one when the region has stacks. */
+#define RINGTRACE__EVF_SUFFIX 0x4u
 /* Set at run time by the library: the event arms a snapshot trigger, its
  * commit calls ringtrace__trigger() (src/lib/trigger.h). */
 #define RINGTRACE__EVF_TRIGGER 0x100u
@@ -236,12 +245,14 @@ struct ringtrace__rb {
 	uint32_t stacks;
 	/* use_rseq && !stacks && clock_tsc: the inline path may read the TSC
 	 * inside its critical section. Objects built against ABI 3 test only
-	 * this flag, so it never goes up for a region on another clock. */
+	 * this flag, so it never goes up for a region on another clock, nor
+	 * for one with stacks (they do not read the flags). */
 	uint32_t fast;
 	void *stk;                   /* the library's stack capture state, or NULL */
-	/* use_rseq && !stacks, whatever the clock: the inline path may run
-	 * (ABI 4). With the TSC it reads it inside the section; with any
-	 * other clock before it (ringtrace__rseq_reserve_any()). */
+	/* use_rseq, whatever the clock: the inline path may run (ABI 4) for
+	 * the events whose flags are 0 or NO_STACK alone (ringtrace__reserve()).
+	 * With the TSC it reads it inside the section; with any other clock
+	 * before it (ringtrace__rseq_reserve_any()). */
 	uint32_t fast_any;
 	/* How long a writer of this region waits for room (microseconds, 0:
 	 * never), as validated at open; read by the slow path only. */
@@ -653,8 +664,9 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
-	/* fast_any is 0 in a region with stacks: "no stack" matters only
-	 * there, and does not keep an event off this path. */
+	/* In a region with stacks, every event that carries the stack
+	 * suffix there has a flag (STACK or SUFFIX): only the bare ones,
+	 * NO_STACK alone, take this path. */
 	if (RINGTRACE__LIKELY(rb->fast_any &&
 			      !(__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_NO_STACK) && tid != 0 &&
 			      id - 1 < RINGTRACE__EV_ID_EXT - 1) &&

@@ -108,7 +108,9 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	 * is held here (the stack below is captured before the reservation)
 	 * and the consumer is another process. */
 	unsigned wait = ringtrace__tls.nest > 1 ? RB_RES_NOWAIT : 0;
-	if (!((flags & RINGTRACE__EVF_STACK) || c->rb->stacks)) {
+	/* The suffix: declared with a stack, or in a region with stacks
+	 * unless the event is bare there (registry.c). */
+	if (!((flags & RINGTRACE__EVF_STACK) || (c->rb->stacks && (flags & RINGTRACE__EVF_SUFFIX)))) {
 		int r = rb_reserve(c, payload, tid, wait);
 		if (r && (flags & RINGTRACE__EVF_TRIGGER))
 			c->ext |= RINGTRACE__CTX_TRIGGER;

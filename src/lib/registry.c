@@ -49,6 +49,11 @@ struct reg_event {
 	char *ring_sig;              /* the signature with the stack suffix */
 	uint32_t id;
 	int stack;                   /* declared with a stack */
+	/* Its first definition captures no stack (RINGTRACE__EVF_NO_STACK,
+	 * the allocation tracer's frees): bare in a region with stacks
+	 * (ring_suffix()), until it is `suffixed`. */
+	int nostack;
+	int suffixed;                /* its definitions have RINGTRACE__EVF_SUFFIX, for good */
 	int selected;                /* matches the recording's patterns */
 	struct ringtrace_event_desc **descs;
 	size_t ndesc, cap;
@@ -173,14 +178,41 @@ static char *with_stack(const char *sig)
 	return r;
 }
 
-static void log_event(const struct reg_event *e, int to_ring, int to_ctl)
+/*
+ * Whether the records of an event not declared with a stack end with the
+ * stack suffix in the attached region: in a region with stacks, yes,
+ * unless the event captures none (`nostack`) and never had the suffix:
+ * those stay bare (5 bytes less each, and the inline path). The decision
+ * holds for good once taken for a region with stacks: an event with the
+ * suffix gets RINGTRACE__EVF_SUFFIX on every definition, here, before its
+ * signature is logged and before the region is published (reg_tracing())
+ * or the definition's id (register_desc()), and keeps it: a probe still
+ * writing into an older region where the event was logged with the
+ * suffix must keep writing it. An event bare once is bare in every
+ * region. Seq_cst: ordered before the stores that publish.
+ */
+static int ring_suffix(struct reg_event *e)
+{
+	if (!attached->stacks || e->stack)
+		return 0;
+	if (e->nostack && !e->suffixed)
+		return 0;
+	if (!e->suffixed) {
+		e->suffixed = 1;
+		for (size_t i = 0; i < e->ndesc; i++)
+			__atomic_fetch_or(&e->descs[i]->flags, RINGTRACE__EVF_SUFFIX, __ATOMIC_SEQ_CST);
+	}
+	return 1;
+}
+
+static void log_event(struct reg_event *e, int to_ring, int to_ctl)
 {
 	const char *s[4] = { e->provider, e->name, e->signature, e->origin };
 	if (to_ring && attached) {
 		/* A region where every event carries a stack: the probes'
 		 * slow path appends it (probe.c), the recorder must know. */
 		const char *r[4] = { e->provider, e->name, e->ring_sig, e->origin };
-		log_ring(1, e->id, attached->stacks && !e->stack ? r : s, 4);
+		log_ring(1, e->id, ring_suffix(e) ? r : s, 4);
 	}
 	if (to_ctl && ctl) {
 		log_ctl(1, e->id, s, 4);
@@ -315,6 +347,7 @@ static void register_desc(struct ringtrace_event_desc *d)
 		e->name = strdup(d->name);
 		e->signature = sig;
 		e->stack = stack;
+		e->nostack = (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RINGTRACE__EVF_NO_STACK) != 0;
 		e->ring_sig = stack ? strdup(sig) : with_stack(sig);
 		if (asprintf(&e->origin, "%s:%u in %s", d->file ? d->file : "?", d->line, object_of(d)) < 0)
 			e->origin = NULL;
@@ -342,6 +375,12 @@ static void register_desc(struct ringtrace_event_desc *d)
 		e->cap = cap;
 	}
 	e->descs[e->ndesc++] = d;
+	/* Its records as the event's others (ring_suffix()): with the
+	 * suffix, or without any stack. Before the id. */
+	if (e->suffixed)
+		__atomic_fetch_or(&d->flags, RINGTRACE__EVF_SUFFIX, __ATOMIC_SEQ_CST);
+	else if (e->nostack)
+		__atomic_fetch_or(&d->flags, RINGTRACE__EVF_NO_STACK, __ATOMIC_SEQ_CST);
 	d->id = e->id;
 	if (stack) {
 		__atomic_store_n(&stack_events, 1, __ATOMIC_RELAXED);

@@ -48,10 +48,13 @@ struct rb_params {
 static inline void rb_set_rseq(struct ringtrace__rb *rb, int on)
 {
 	rb->use_rseq = on;
-	rb->fast_any = (uint32_t)(on && !rb->stacks);
+	/* With stacks too: the events that carry the suffix have a flag
+	 * that keeps them off the inline path (RINGTRACE__EVF_SUFFIX). */
+	rb->fast_any = (uint32_t)on;
 	/* Never for another clock: objects of ABI 3 read the TSC inside
-	 * the section whenever this is set. */
-	rb->fast = (uint32_t)(rb->fast_any && rb->clock_tsc);
+	 * the section whenever this is set, and never with stacks: they do
+	 * not read the flags. */
+	rb->fast = (uint32_t)(on && !rb->stacks && rb->clock_tsc);
 }
 
 /*

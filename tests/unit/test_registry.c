@@ -1,8 +1,9 @@
 /*
  * test_registry.c - event registration per object section: ids, sharing
  * between objects, refusal of conflicting definitions with a message naming
- * both, reference counting on unload, the registry log in the region and
- * selection by patterns.
+ * both, reference counting on unload, the registry log in the region,
+ * selection by patterns, and which events carry the stack suffix in a
+ * region with stacks.
  *
  * The registry is process-wide state, so the tests run in order and use
  * distinct event names.
@@ -22,6 +23,7 @@
 
 #include "lib/registry.h"
 #include "ringbuf/rb.h"
+#include "stackmap/stackmap.h"
 
 #define DESC(p, n, sig) { 0, 0, RINGTRACE_ABI_VERSION, __LINE__, p, n, sig, "test_registry.c", 0, 0, 0 }
 
@@ -202,12 +204,115 @@ static void test_attach_publishes_and_selects(void **state)
 	munmap(mem, size);
 }
 
+/* The flags and logged signatures of two events in a region. */
+static size_t logged_sig(struct ringtrace__rb *rb, uint32_t id, const char **sig)
+{
+	struct logent e[32];
+	size_t n = read_log(rb->hdr, e, 32), found = 0;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].kind == 1 && e[i].id == id) {
+			*sig = e[i].s[2];
+			found++;
+		}
+	return found;
+}
+
+static struct ringtrace__rb *region(int stacks, void **mem, uint64_t *size)
+{
+	struct rb_params p = { 0 };
+	p.ncpus = 2;
+	p.sb_size = 4096;
+	p.nsb = 2;
+	p.reg_size = 8192;
+	p.stacks = (uint32_t)stacks;
+	p.stack_bits = stacks ? STACKMAP_BITS_MIN : 0;
+	strcpy(p.patterns, "s:*");
+	assert_int_equal(rb_region_size(&p, size), 0);
+	*mem = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_int_equal(rb_region_init(*mem, *size, &p), 0);
+	struct ringtrace__rb *rb;
+	assert_int_equal(rb_view_open(*mem, *size, &rb), 0);
+	return rb;
+}
+
+/*
+ * A region where every event carries a stack: events get the suffix in
+ * their logged signature and RINGTRACE__EVF_SUFFIX (which keeps them off
+ * the inline path), except those that capture no stack (NO_STACK): bare,
+ * in that region and every later one. SUFFIX, once set, stays (a probe
+ * may still write into the older region). The inline path may run in
+ * such a region (fast_any), never for objects of ABI 3 (fast).
+ */
+static void test_stack_region_bare_events(void **state)
+{
+	(void)state;
+	static struct ringtrace_event_desc plain = DESC("s", "plain", "u32 x");
+	static struct ringtrace_event_desc nostack = DESC("s", "nostack", "u64 p");
+	static struct ringtrace_event_desc *const obj[] = { &plain, &nostack };
+	nostack.flags = RINGTRACE__EVF_NO_STACK;
+	ringtrace__register_section(obj, obj + 2);
+	assert_true(plain.id && nostack.id);
+	assert_int_equal(plain.flags, 0); /* no region yet */
+
+	void *mem;
+	uint64_t size;
+	struct ringtrace__rb *rb = region(1, &mem, &size);
+	reg_select_patterns(rb->hdr->patterns, sizeof(rb->hdr->patterns));
+	reg_attach(rb);
+	const char *sig = NULL;
+	assert_int_equal(logged_sig(rb, plain.id, &sig), 1);
+	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
+	assert_int_equal(plain.flags, RINGTRACE__EVF_SUFFIX);
+	assert_int_equal(logged_sig(rb, nostack.id, &sig), 1);
+	assert_string_equal(sig, "u64 p");
+	assert_int_equal(nostack.flags, RINGTRACE__EVF_NO_STACK);
+	rb_set_rseq(rb, 1);
+	assert_int_equal(rb->fast_any, 1);
+	assert_int_equal(rb->fast, 0);
+
+	/* A second definition of the bare event captures no stack either. */
+	static struct ringtrace_event_desc nostack2 = DESC("s", "nostack", "u64 p");
+	static struct ringtrace_event_desc *const obj2[] = { &nostack2 };
+	ringtrace__register_section(obj2, obj2 + 1);
+	assert_int_equal(nostack2.id, nostack.id);
+	assert_int_equal(nostack2.flags, RINGTRACE__EVF_NO_STACK);
+
+	/* A region without stacks: plain signatures; SUFFIX stays. */
+	void *mem2;
+	uint64_t size2;
+	struct ringtrace__rb *rb2 = region(0, &mem2, &size2);
+	reg_attach(rb2);
+	assert_int_equal(logged_sig(rb2, plain.id, &sig), 1);
+	assert_string_equal(sig, "u32 x");
+	assert_int_equal(plain.flags, RINGTRACE__EVF_SUFFIX);
+
+	/* With stacks again: the same decisions. */
+	void *mem3;
+	uint64_t size3;
+	struct ringtrace__rb *rb3 = region(1, &mem3, &size3);
+	reg_attach(rb3);
+	assert_int_equal(logged_sig(rb3, plain.id, &sig), 1);
+	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
+	assert_int_equal(logged_sig(rb3, nostack.id, &sig), 1);
+	assert_string_equal(sig, "u64 p");
+	assert_int_equal(nostack.flags, RINGTRACE__EVF_NO_STACK);
+
+	reg_detach_after_fork();
+	rb_view_free(rb);
+	rb_view_free(rb2);
+	rb_view_free(rb3);
+	munmap(mem, size);
+	munmap(mem2, size2);
+	munmap(mem3, size3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids_and_sharing),
 		cmocka_unit_test(test_conflict_refused),
 		cmocka_unit_test(test_attach_publishes_and_selects),
+		cmocka_unit_test(test_stack_region_bare_events),
 	};
 	return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
 }
