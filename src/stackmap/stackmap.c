@@ -447,15 +447,28 @@ other:
 }
 
 /*
- * A hint hit of `id` counted in this CPU's hits: the same kind of section,
- * its commit the add. When the entry is free the id is stored first: a
- * section aborted after that store leaves the entry the id's with a count
- * of 0, which is harmless. 0 after the add; 1 without it (another CPU,
- * aborted, or the entry belongs to another id): the caller then adds to
- * the element's ref.
+ * A hint hit of `id` in epoch `epoch` counted in this CPU's hits, as the
+ * whole of the call (get_id()): the same kind of section, its commit the
+ * add. The entry's first word is its tag, id | epoch << 32. An entry of
+ * this id and epoch is added to; a free one (id 0) or one of another
+ * epoch is taken: count 0, then the tag, then the add (a section aborted
+ * between leaves an entry of an old epoch, or this one's with a count of
+ * 0: both harmless). 0 after the add; 1 without it (another CPU, aborted,
+ * or the entry belongs to another id of this epoch): the caller then
+ * takes the handshake's path.
+ *
+ * Why no handshake with reset: the only shared word this writes is the
+ * entry, and a reset does not need it quiet. It bumps the epoch, and
+ * readers count only entries of the current one (read_elem(),
+ * cpu_counts()), so an add that lands after a reset (its tag checked
+ * before) counts in the old epoch, as if made before the reset; the
+ * zeroing of the entries at reset may meet such an add and leave count 1
+ * with id 0, which nothing counts and the next taker zeroes.
  */
-static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h, uint32_t id, uint32_t cpu)
+static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h, uint32_t id, uint32_t epoch,
+							  uint32_t cpu)
 {
+	uint64_t tag = (uint64_t)id | (uint64_t)epoch << 32;
 	__asm__ __volatile__ goto(
 		".pushsection __rseq_cs, \"aw\"\n\t"
 		".balign 32\n"
@@ -468,12 +481,17 @@ static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h
 		"892:\n\t"
 		"cmpl %[cpu], %%fs:4(%[off])\n\t"
 		"jne %l[other]\n\t"
-		"movl 0(%[h]), %%eax\n\t"
-		"cmpl %[id], %%eax\n\t"
+		"movq 0(%[h]), %%rax\n\t"
+		"cmpq %[tag], %%rax\n\t"
 		"je 895f\n\t"
 		"testl %%eax, %%eax\n\t"
-		"jne %l[other]\n\t"
-		"movl %[id], 0(%[h])\n"
+		"je 896f\n\t"
+		"shrq $32, %%rax\n\t"
+		"cmpl %[epoch], %%eax\n\t"
+		"je %l[other]\n"
+		"896:\n\t"
+		"movq $0, 8(%[h])\n\t"
+		"movq %[tag], 0(%[h])\n"
 		"895:\n\t"
 		"addq $1, 8(%[h])\n"
 		"893:\n\t"
@@ -484,7 +502,8 @@ static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h
 		"jmp %l[other]\n\t"
 		".popsection"
 		:
-		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [h] "r"(h), [id] "r"(id), [sig] "i"(RSEQ_SIG)
+		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [h] "r"(h), [tag] "r"(tag), [epoch] "r"(epoch),
+		  [sig] "i"(RSEQ_SIG)
 		: "memory", "cc", "rax"
 		: other);
 	return 0;
@@ -679,6 +698,26 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 	/* Read once: a caller may clear map->percpu meanwhile, and the exit
 	 * must clear rseq_cs whenever the entry may have set it. */
 	percpu = map->percpu;
+	if (percpu && known) {
+		/*
+		 * A hint of this map and epoch: the whole call is one section
+		 * that counts the hit in this CPU's hits, with no entry or
+		 * exit (rseq_hit() says why that is safe). The element of an
+		 * id never changes within an epoch. Relaxed: the epoch only
+		 * tags the count; a reset after this load makes the hit one
+		 * of the old epoch. Else (another CPU, an entry of another
+		 * id) the handshake's path below, which counts in the ref.
+		 */
+		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
+		if (hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
+			int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch, cpu);
+			rseq_done();
+			if (!other) {
+				*ret_id = hint->id;
+				return STACKMAP_FROM_HINT;
+			}
+		}
+	}
 	if (percpu && rseq_inc(&c->l_entries, cpu) == 0) {
 		/* Acquire, partner: the release store that ends a reset (a
 		 * call that sees 0 sees the table reset left behind); against
@@ -702,13 +741,9 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
 		if (known && hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
 			/* The element of an id never changes within an epoch.
-			 * The hit in this CPU's hits (struct stackmap_hit),
-			 * else in the element's ref. Relaxed: a count, as in
-			 * find_or_insert(). */
-#if STACKMAP_RSEQ
-			if (!percpu || rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, cpu) != 0)
-#endif
-				__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
+			 * Its ref counts the hit (the per-CPU way above did
+			 * not). Relaxed: a count, as in find_or_insert(). */
+			__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
 			*ret_id = hint->id;
 			leave(c, cpu, percpu);
 			return STACKMAP_FROM_HINT;
@@ -905,7 +940,37 @@ static uint64_t diff0(uint64_t a, uint64_t b)
 	return a >= b ? a - b : 0;
 }
 
-static void cpu_counts(const struct stackmap_cpu *c, uint64_t *succ, uint64_t *drops)
+/* Sums of counters read from shared memory saturate: a damaged block must
+ * not make the stat wrap to small numbers. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* The tag of a hit entry, id | epoch << 32, as the section reads it.
+ * Relaxed, partner: the section's stores; a count. */
+static uint64_t hit_tag(const struct stackmap_hit *h)
+{
+	return (uint64_t)__atomic_load_n(&h->id, __ATOMIC_RELAXED) |
+	       (uint64_t)__atomic_load_n(&h->epoch, __ATOMIC_RELAXED) << 32;
+}
+
+/* The hint hits of a CPU in the current epoch (struct stackmap_hit): each
+ * one a success that passed neither entry nor exit. */
+static uint64_t cpu_hits(const struct stackmap *map, const struct stackmap_cpu *c)
+{
+	uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < STACKMAP_HITS; i++) {
+		const struct stackmap_hit *h = &c->hit[i];
+		uint64_t t = hit_tag(h);
+		if ((uint32_t)t != 0 && (uint32_t)(t >> 32) == epoch)
+			n = sat_add(n, __atomic_load_n(&h->n, __ATOMIC_RELAXED));
+	}
+	return n;
+}
+
+static void cpu_counts(const struct stackmap *map, const struct stackmap_cpu *c, uint64_t *succ, uint64_t *drops)
 {
 	/* Acquire, partner: the release exit increment and the per-CPU add
 	 * (not needed for the numbers themselves, but a reader that then walks
@@ -915,7 +980,7 @@ static void cpu_counts(const struct stackmap_cpu *c, uint64_t *succ, uint64_t *d
 	uint64_t d = __atomic_load_n(&c->drops, __ATOMIC_RELAXED);
 	uint64_t bs = __atomic_load_n(&c->base_succ, __ATOMIC_RELAXED);
 	uint64_t bd = __atomic_load_n(&c->base_drops, __ATOMIC_RELAXED);
-	*succ = diff0(diff0(x, d), bs);
+	*succ = sat_add(diff0(diff0(x, d), bs), cpu_hits(map, c));
 	*drops = diff0(d, bd);
 }
 
@@ -925,19 +990,12 @@ int stackmap_cpu_stat(const struct stackmap *map, uint32_t cpu, uint64_t *ret_su
 	if (!map || cpu >= map->ncpus)
 		return -EINVAL;
 	uint64_t s, d;
-	cpu_counts(&map->cpu[cpu], &s, &d);
+	cpu_counts(map, &map->cpu[cpu], &s, &d);
 	if (ret_successes)
 		*ret_successes = s;
 	if (ret_drops)
 		*ret_drops = d;
 	return 0;
-}
-
-/* Sums of counters read from shared memory saturate: a damaged block must
- * not make the stat wrap to small numbers. */
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
 }
 
 int stackmap_stat(const struct stackmap *map, struct stackmap_stat *ret)
@@ -947,7 +1005,7 @@ int stackmap_stat(const struct stackmap *map, struct stackmap_stat *ret)
 	struct stackmap_stat st = { 0 };
 	for (uint32_t cpu = 0; cpu < map->ncpus; cpu++) {
 		uint64_t s, d;
-		cpu_counts(&map->cpu[cpu], &s, &d);
+		cpu_counts(map, &map->cpu[cpu], &s, &d);
 		st.successes = sat_add(st.successes, s);
 		st.drops = sat_add(st.drops, d);
 	}
@@ -992,9 +1050,10 @@ static int read_elem(const struct stackmap *map, uint32_t idx, struct stackmap_s
 	 * exact count). An entry read while its id is being stored counts 0
 	 * for it, its count then being 0. */
 	uint64_t ref = __atomic_load_n(&e->ref, __ATOMIC_RELAXED);
+	uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
 	for (uint32_t cpu = 0; cpu < map->ncpus; cpu++) {
 		const struct stackmap_hit *h = &map->cpu[cpu].hit[(idx + 1) & (STACKMAP_HITS - 1)];
-		if (__atomic_load_n(&h->id, __ATOMIC_RELAXED) == idx + 1)
+		if (hit_tag(h) == ((uint64_t)(idx + 1) | (uint64_t)epoch << 32))
 			ref += __atomic_load_n(&h->n, __ATOMIC_RELAXED);
 	}
 	ret->ref = ref;

@@ -108,10 +108,13 @@ struct stackmap_header {
 /*
  * The hits of a CPU's calls answered by a hint (stackmap_get_id_hint()),
  * counted here rather than in the element's ref: hit[id & (STACKMAP_HITS -
- * 1)] belongs to the first id that uses it after a reset, and then counts
- * that id's hint hits on this CPU with a plain add in an rseq section. An
- * element's count is its ref plus its entry in every CPU's hits (the
- * readers add them: read_elem()). Why: with two threads taking the same
+ * 1)] belongs to the first id that uses it in an epoch (the map's reset
+ * count), and then counts that id's hint hits on this CPU with a plain
+ * add in an rseq section, which is the whole call: no entry, no exit. An
+ * element's count is its ref plus its entry in every CPU's hits, and a
+ * CPU's successes its exits less its drops plus its entries' counts, each
+ * entry only if its epoch is the map's (the readers: read_elem(),
+ * cpu_counts()). Why: with two threads taking the same
  * stack, a LOCKed add on the element's line bounced it between their
  * CPUs: 12.7% of the program's samples on bench/mem_pairs.c (2 threads,
  * --mem --stacks, perf cpu-clock), 2.8% with these entries.
@@ -119,7 +122,7 @@ struct stackmap_header {
 #define STACKMAP_HITS 8
 struct stackmap_hit {
 	uint32_t id;                 /* 0: free */
-	uint32_t pad;
+	uint32_t epoch;              /* low half of the epoch it counts in */
 	uint64_t n;
 };
 

@@ -733,29 +733,59 @@ static void test_percpu_hint_hits(void **state)
 		}
 	for (uint32_t k = 0; k < IDS; k++)
 		assert_int_equal(ref_of(m, id[k]), N + 1);
-	const struct stackmap_cpu *c = &m->cpu[here];
+	/* Every call a success, those counted in the entries too (they
+	 * pass neither entry nor exit). */
+	struct stackmap_stat st;
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes, IDS * (N + 1));
+	assert_int_equal(st.drops, 0);
+	struct stackmap_cpu *c = &m->cpu[here];
+	uint32_t epoch = (uint32_t)m->hdr->epoch;
 	if (m->percpu) {
 		/* Nearly every hit in the entries (a preemption inside a
-		 * section sends one to the element: allow a few). */
+		 * section sends one to the element: allow a few), tagged
+		 * with the epoch. */
 		const struct stackmap_hit *e = &c->hit[1];
 		assert_int_equal(e->id, 1);
+		assert_int_equal(e->epoch, epoch);
 		assert_true(e->n >= N - 5 && e->n <= N);
 		assert_true(m->pool[0].ref <= 1 + 5);
 		/* Id 9 found the entry taken: its element counted. */
 		assert_true(m->pool[8].ref >= N + 1 - 5);
 	}
 	/* A reset empties the entries: the counts start again. */
+	struct stackmap_hint old_hint = h[0];
 	assert_int_equal(stackmap_reset(m, 0), 0);
 	for (uint32_t e = 0; e < STACKMAP_HITS; e++)
 		assert_true(c->hit[e].id == 0 && c->hit[e].n == 0);
+	/* A hint of the old epoch is not taken. */
+	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &old_hint, 1, &got), 1);
+	assert_int_equal(got, 1);
+	assert_int_equal(ref_of(m, got), 1);
+	/* An add of the old epoch landing after the reset (a section that
+	 * checked its tag before) counts nowhere. */
+	c->hit[2].id = 2;
+	c->hit[2].epoch = epoch;
+	c->hit[2].n = 7;
 	memset(&h[0], 0, sizeof(h[0]));
-	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 0, &got), 1);
+	assert_int_equal(stackmap_get_id_hint(m, ips[1], 6, here, &h[0], 0, &got), 1);
+	assert_int_equal(got, 2);
+	assert_int_equal(ref_of(m, 2), 1);
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes, 2);
+	/* ... and the entry is taken afresh by the new epoch's first hit. */
+	assert_int_equal(stackmap_get_id_hint(m, ips[1], 6, here, &h[0], 1, &got), STACKMAP_FROM_HINT);
+	assert_int_equal(ref_of(m, 2), 2);
+	if (m->percpu && c->hit[2].epoch != epoch)
+		assert_true(c->hit[2].n <= 1);
+	memset(&h[0], 0, sizeof(h[0]));
+	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 0, &got), 0);
 	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 1, &got), STACKMAP_FROM_HINT);
-	assert_int_equal(ref_of(m, got), 2);
+	assert_int_equal(ref_of(m, got), 3);
 	/* The atomic path alone, as without rseq: the element counts. */
 	m->percpu = 0;
 	assert_int_equal(stackmap_get_id_hint(m, ips[0], 6, here, &h[0], 1, &got), STACKMAP_FROM_HINT);
-	assert_int_equal(ref_of(m, got), 3);
+	assert_int_equal(ref_of(m, got), 4);
 	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
 	free_map(f);
 }
