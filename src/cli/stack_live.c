@@ -2,7 +2,7 @@
  * stack_live.c - see stack_live.h.
  *
  * The map is read in place, through the program's region mapped from
- * /proc/PID/fd/N (ctl_ring_open validates the region; stackmap_open and
+ * /proc/PID/fd/N (ctl_ring_open validates the region; stackmap_open_view and
  * maplog_copy validate the stack area): the program may be hostile or may
  * exit meanwhile, the mapping stays valid either way.
  */
@@ -48,7 +48,7 @@ static int live_open(const char *target, int mode, struct live *l)
 	size_t size;
 	int r = rb_stack_area(l->ring.rb, &l->log, &l->log_size, &mem, &size);
 	if (r == 0)
-		r = stackmap_open(mem, size, &l->map);
+		r = stackmap_open_view(mem, size, &l->map);
 	if (r < 0) {
 		fprintf(stderr, PFX "pid %d: %s\n", (int)pid,
 			r == -ENOENT ? "its buffers have no stack map (started by an older ringtrace?)"

@@ -609,7 +609,7 @@ static int sess_save_stacks(struct sess *r)
 	/* Opened as a reader: nothing of ours inserts. */
 	struct stackmap map;
 	struct stackmap_stat st;
-	int k = stackmap_open(mem, size, &map);
+	int k = stackmap_open_view(mem, size, &map);
 	if (k == 0)
 		k = stackmap_stat(&map, &st);
 	if (k < 0) {

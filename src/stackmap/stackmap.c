@@ -189,7 +189,7 @@ static int fence_percpu_callers(void)
 
 static uint32_t view_serial;          /* the last view's serial */
 
-int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
+static int open_map(void *mem, size_t size, struct stackmap *ret_map, int caller)
 {
 	struct stackmap_header *h = mem;
 	struct layout l;
@@ -233,7 +233,7 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 	/* Relaxed: a serial only needs to be distinct. */
 	ret_map->serial = __atomic_add_fetch(&view_serial, 1, __ATOMIC_RELAXED);
 #if STACKMAP_RSEQ
-	if (percpu_usable()) {
+	if (caller && percpu_usable()) {
 		/* Seq_cst, partner: the seq_cst load of `percpu` after the flag
 		 * CAS in stackmap_reset_timeout(). Either that reset reads 1 and
 		 * fences, or this store comes after its CAS and our calls, all
@@ -244,8 +244,20 @@ int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
 			__atomic_store_n(&h->percpu, 1, __ATOMIC_SEQ_CST);
 		ret_map->percpu = 1;
 	}
+#else
+	(void)caller;
 #endif
 	return 0;
+}
+
+int stackmap_open(void *mem, size_t size, struct stackmap *ret_map)
+{
+	return open_map(mem, size, ret_map, 1);
+}
+
+int stackmap_open_view(void *mem, size_t size, struct stackmap *ret_map)
+{
+	return open_map(mem, size, ret_map, 0);
 }
 
 /* ---- hashing --------------------------------------------------------------- */

@@ -236,6 +236,15 @@ int stackmap_init(void *mem, size_t size, uint32_t bits, uint32_t ncpus, uint64_
 int stackmap_open(void *mem, size_t size, struct stackmap *ret_map);
 
 /*
+ * The same for a process that reads, saves or resets the map and never
+ * calls stackmap_get_id*() through this view (the recorder, the command
+ * line): no registration, which took 10 ms of the recorder's exit
+ * (strace -T, 2-CPU VM), and a view whose calls would use the atomic
+ * counters. A reset from it still fences every registered caller.
+ */
+int stackmap_open_view(void *mem, size_t size, struct stackmap *ret_map);
+
+/*
  * The id of the stack ips[0..depth-1], inserting it if it is new.
  * Returns 1 if this call inserted it, 0 if it was there, and on failure:
  * -ENOSPC (pool exhausted or 64 probes without success), -EAGAIN (a reset

@@ -791,6 +791,45 @@ static void test_percpu_hint_hits(void **state)
 }
 
 /*
+ * A view for readers and resets (stackmap_open_view()): it leaves the
+ * map's percpu flag alone and counts through the atomic halves; it reads
+ * what a caller's view recorded, hint hits included, and resets it.
+ */
+static void test_open_view(void **state)
+{
+	(void)state;
+	size_t size = stackmap_size(10, 2);
+	void *mem = aligned_alloc(64, (size + 63) & ~(size_t)63);
+	assert_non_null(mem);
+	memset(mem, 0, size);
+	assert_int_equal(stackmap_init(mem, size, 10, 2, SEED), 0);
+	struct stackmap view, caller;
+	assert_int_equal(stackmap_open_view(mem, size, &view), 0);
+	assert_int_equal(view.percpu, 0);
+	assert_int_equal(view.hdr->percpu, 0);
+	assert_int_equal(stackmap_open_view(NULL, size, &view), -EINVAL);
+	assert_int_equal(stackmap_open(mem, size, &caller), 0);
+	assert_int_equal(view.hdr->percpu, (uint32_t)caller.percpu);
+	uint64_t ips[6];
+	make_stack(ips, 6, 3);
+	struct stackmap_hint h;
+	memset(&h, 0, sizeof(h));
+	uint32_t id, got;
+	assert_int_equal(stackmap_get_id_hint(&caller, ips, 6, 0, &h, 0, &id), 1);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(stackmap_get_id_hint(&caller, ips, 6, 0, &h, 1, &got), STACKMAP_FROM_HINT);
+	assert_int_equal(ref_of(&view, id), 11);
+	struct stackmap_stat st;
+	assert_int_equal(stackmap_stat(&view, &st), 0);
+	assert_int_equal(st.successes, 11);
+	assert_int_equal(stackmap_reset(&view, 0), 0);
+	assert_int_equal(stackmap_stat(&view, &st), 0);
+	assert_int_equal(st.successes + st.entries, 0);
+	assert_int_equal(stackmap_get_id(&view, ips, 6, 1, &got), 1);
+	free(mem);
+}
+
+/*
  * Calls that name the CPU they run on count through the per-CPU halves
  * (when this build and this process have rseq), the others through the
  * atomic ones; either way successes and drops of each CPU add up to its
@@ -1519,6 +1558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset_percpu_halves, setup, teardown),
 		cmocka_unit_test(test_percpu_counters),
 		cmocka_unit_test(test_percpu_hint_hits),
+		cmocka_unit_test(test_open_view),
 		cmocka_unit_test(test_reset_under_load),
 		cmocka_unit_test_setup_teardown(test_open_damaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_text, setup, teardown),
