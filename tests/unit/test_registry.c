@@ -204,7 +204,7 @@ static void test_attach_publishes_and_selects(void **state)
 	munmap(mem, size);
 }
 
-/* The flags and logged signatures of two events in a region. */
+/* How often the region's log names event `id`; *sig its last signature. */
 static size_t logged_sig(struct ringtrace__rb *rb, uint32_t id, const char **sig)
 {
 	struct logent e[32];
