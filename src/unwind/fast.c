@@ -801,6 +801,31 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
 	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
+/*
+ * A frame with no FDE where libunwind (1.6, x86-64: unw_step() after
+ * -UNW_ENOINFO) ends the stack: not a PLT stub (its code pattern, which
+ * libunwind would step through), and rbp 0, below the frame's stack
+ * pointer, or more than 0x4000 above it (its frame-chain guess refused).
+ * The case of every coroutine made by makecontext(): its function
+ * returns to the first byte of glibc's __start_context, so the return
+ * address - 1 lies before that function's FDE, and the context starts
+ * with rbp 0. Otherwise the walk falls back, as for any frame without
+ * an FDE (libunwind then guesses from rbp). The code is read only within
+ * the page of ip - 1, which the table lookup found in a loaded object.
+ */
+RT_NO_SANITIZE static int chain_ends(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	if (bp != 0 && bp >= sp && bp - sp <= 0x4000)
+		return 0;
+	if (((ip - 1) ^ (ip + 15)) & ~(uintptr_t)4095)
+		return 0;
+	uint64_t w0, w1;
+	memcpy(&w0, (const void *)ip, 8);
+	memcpy(&w1, (const void *)(ip + 8), 8);
+	int plt = (w0 & 0xffff) == 0x25ff && ((w0 >> 48) & 0xff) == 0x68 && ((w1 >> 24) & 0xff) == 0xe9;
+	return !plt;
+}
+
 RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
 			   uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause)
 {
@@ -1143,6 +1168,13 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		if (__builtin_expect(CFI_KIND(info) != CFI_STD, 0)) {
 			if (CFI_KIND(info) == CFI_END)
 				goto out;
+			if (CFI_KIND(info) == CFI_NONE && chain_ends(ip, sp, bp)) {
+				/* Where libunwind ends too; the end depends on
+				 * rbp (the memo matches it here). */
+				if (rec)
+					rec->cfa_rbp[pos] = 1;
+				goto out;
+			}
 			cause = CFI_KIND(info) == CFI_BAD ? FT_FB_BAD_CFI : FT_FB_NO_FDE;
 			goto out;
 		}

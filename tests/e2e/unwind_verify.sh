@@ -8,9 +8,10 @@
 # mismatches, and most captures answered (and so checked) by the tables.
 #
 # The programs: gcc's cc1 on a generated file, python3 with every object
-# through malloc, sqlite3, and uw_stress (tests/e2e/unwind_progs/):
+# through malloc, sqlite3, uw_stress (tests/e2e/unwind_progs/):
 # exceptions through several frames, allocations in signal handlers,
-# dlopen/dlclose of a library that allocates, threads started and ended.
+# dlopen/dlclose of a library that allocates, threads started and ended;
+# and uw_coro: allocations in makecontext coroutines.
 #
 #   tests/e2e/unwind_verify.sh [BUILD_DIR]
 #
@@ -98,6 +99,15 @@ if have "$PB/tests/unwind/uw_stress" "$PB/tests/mem/dl_alloc_lib.so"; then
 	cmp -s "$T/stress.want" "$T/stress.out" || { why "unexpected output:"; show "$T/stress.out"; }
 fi
 finish "unwind tables = libunwind with exceptions, allocating signal handlers, dlopen/dlclose, threads coming and going"
+
+begin
+if have "$PB/tests/unwind/uw_coro"; then
+	verified coro 4000 "$PB/tests/unwind/uw_coro" 100
+	eq "coroutine output" "$(cat "$T/coro.out")" "allocations 4000"
+	eq "frames without an FDE left to libunwind" \
+		"$(grep '^unwind ' "$T/coro.stats" | tr ' ' '\n' | sed -n 's/^fb_no_fde=//p')" 0
+fi
+finish "unwind tables = libunwind in makecontext coroutines (the stack ends at __start_context, as libunwind's)"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
