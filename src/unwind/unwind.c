@@ -100,6 +100,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
 
@@ -185,8 +186,74 @@ static int hexval(char c)
 }
 
 /*
+ * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): the mapping that
+ * covers an address, asked of an open /proc/self/maps instead of reading
+ * its text, which the kernel formats for every mapping of the process.
+ * A capture on a coroutine's stack (a range that is not cached) took
+ * 12 us with the text; open, this and close take 4 us (a loop of them,
+ * AMD EPYC VM, Linux 6.18). The layout is the kernel's ABI, 104 bytes.
+ */
+struct rt_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define RT_PROCMAP_QUERY        _IOWR('f', 17, struct rt_procmap_query)
+#define RT_PROCMAP_VMA_READABLE 0x01ull /* query_flags: a readable mapping only */
+
+/* 0 not known yet, 1 the kernel answers, -1 it does not (older kernel):
+ * the text then. Relaxed: any thread may find out, the answer is all. */
+static int procmap_query_state;
+
+void rt_maps_text_only(int on)
+{
+	__atomic_store_n(&procmap_query_state, on ? -1 : 0, __ATOMIC_RELAXED);
+}
+
+/* 0 and *ret (readable mapping), 1 none readable covers addr, -1 not
+ * answered (read the text). */
+static int procmap_find(int fd, uintptr_t addr, struct region *ret, int *ret_main)
+{
+	if (__atomic_load_n(&procmap_query_state, __ATOMIC_RELAXED) < 0)
+		return -1;
+	char name[16];
+	struct rt_procmap_query q;
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_flags = RT_PROCMAP_VMA_READABLE;
+	q.query_addr = addr;
+	q.vma_name_size = sizeof(name);
+	q.vma_name_addr = (uintptr_t)name;
+	int r = ioctl(fd, RT_PROCMAP_QUERY, &q);
+	if (r < 0 && errno == ENAMETOOLONG) {
+		/* A file's mapping: not "[stack]"; the range alone. */
+		q.vma_name_size = 0;
+		q.vma_name_addr = 0;
+		r = ioctl(fd, RT_PROCMAP_QUERY, &q);
+	}
+	if (r < 0) {
+		if (errno == ENOENT) {
+			__atomic_store_n(&procmap_query_state, 1, __ATOMIC_RELAXED);
+			return 1;
+		}
+		if (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP)
+			__atomic_store_n(&procmap_query_state, -1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	__atomic_store_n(&procmap_query_state, 1, __ATOMIC_RELAXED);
+	if (q.vma_start > addr || addr >= q.vma_end)
+		return -1;           /* not what was asked: the text decides */
+	ret->lo = (uintptr_t)q.vma_start;
+	ret->hi = (uintptr_t)q.vma_end;
+	*ret_main = q.vma_name_size == sizeof("[stack]") && memcmp(name, "[stack]", sizeof("[stack]")) == 0;
+	return 0;
+}
+
+/*
  * The readable mapping of /proc/self/maps that holds addr: 0 and *ret, or
- * -1. *ret_main is 1 if it is the main thread's "[stack]". A character at
+ * -1. *ret_main is 1 if it is the main thread's "[stack]". Asked with
+ * PROCMAP_QUERY where the kernel has it; else the text, a character at
  * a time through a small buffer: lines may be longer than any buffer (file
  * names), and the fields needed are at their start.
  */
@@ -199,6 +266,11 @@ static int maps_find(uintptr_t addr, struct region *ret, int *ret_main)
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -1;
+	int q = procmap_find(fd, addr, ret, ret_main);
+	if (q >= 0) {
+		close(fd);
+		return q == 0 ? 0 : -1;
+	}
 	char buf[1024];
 	uintptr_t lo = 0, hi = 0;
 	int field = 0, col = 0, readable = 0, tagpos = 0, found = -1, done = 0;

@@ -18,6 +18,10 @@ struct rt_region {
 /* unwind.c: the stack range that holds sp (cached per thread), see there.
  * `current`: sp is this thread's stack pointer now. 0 or -1. */
 int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret);
+/* unwind.c, for tests: 1 makes rt_stack_region() read /proc/self/maps as
+ * text even where the kernel answers PROCMAP_QUERY; 0 asks the kernel
+ * again. */
+void rt_maps_text_only(int on);
 
 /* unwind.c: 1 if ra is glibc's sigreturn trampoline (learnt on first
  * sight, by its bytes, inside libc's text only). */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include <cmocka.h>
 
 #include "unwind/unwind.h"
+#include "unwind/unwind_int.h"
 
 #define NCHAIN 20                    /* chain_0 .. chain_19, then the leaf */
 #define STORM_SECS 3
@@ -362,6 +364,35 @@ static void test_signal_tables(void **state)
 	/* The tables crossed the signal frame themselves. */
 	assert_true(b.fast > a.fast);
 	assert_int_equal(b.mismatches, 0);
+}
+
+/*
+ * The range of a stack that is not the thread's (a coroutine's, on a
+ * mapping of its own): asked of the kernel (PROCMAP_QUERY) where it
+ * answers, read from /proc/self/maps' text otherwise, the same either
+ * way: the readable mapping only, none for a page without read
+ * permission or once unmapped.
+ */
+static void test_stack_region_ways(void **state)
+{
+	(void)state;
+	for (int text = 0; text < 2; text++) {
+		rt_maps_text_only(text);
+		/* A page without access at each end: the kernel cannot merge
+		 * the readable middle with a neighbouring mapping. */
+		char *m = mmap(NULL, 18 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(m != MAP_FAILED);
+		assert_int_equal(mprotect(m, 4096, PROT_NONE), 0);
+		assert_int_equal(mprotect(m + 17 * 4096, 4096, PROT_NONE), 0);
+		struct rt_region r = { 0, 0 };
+		assert_int_equal(rt_stack_region((uintptr_t)m + 5000, 0, &r), 0);
+		assert_int_equal(r.lo, (uintptr_t)m + 4096);
+		assert_int_equal(r.hi, (uintptr_t)m + 17 * 4096);
+		assert_int_equal(rt_stack_region((uintptr_t)m + 17 * 4096 + 8, 0, &r), -1);
+		assert_int_equal(munmap(m, 18 * 4096), 0);
+		assert_int_equal(rt_stack_region((uintptr_t)m + 5000, 0, &r), -1);
+	}
+	rt_maps_text_only(0);
 }
 
 /* The table of an object dlopen'ed after init is built by a refresh and
@@ -935,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_loader_lock),
 		cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_stack_region_ways),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
