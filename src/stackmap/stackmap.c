@@ -692,6 +692,14 @@ static __attribute__((noinline, cold)) int leave_dropped(struct stackmap_cpu *c,
  * after the call's last access to the table and the pool; a reset that
  * counts it knows the call is done with them.
  */
+/* The hint names a stack of this view's map in this epoch (an id in range;
+ * the element of an id never changes within an epoch). */
+static inline __attribute__((always_inline)) int hint_names(const struct stackmap *map,
+							     const struct stackmap_hint *hint, uint32_t epoch)
+{
+	return hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max;
+}
+
 static inline __attribute__((always_inline)) int get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth,
 							 uint32_t cpu, struct stackmap_hint *hint, int known,
 							 uint32_t *ret_id)
@@ -714,14 +722,13 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 		/*
 		 * A hint of this map and epoch: the whole call is one section
 		 * that counts the hit in this CPU's hits, with no entry or
-		 * exit (rseq_hit() says why that is safe). The element of an
-		 * id never changes within an epoch. Relaxed: the epoch only
+		 * exit (rseq_hit() says why that is safe). Relaxed: the epoch only
 		 * tags the count; a reset after this load makes the hit one
 		 * of the old epoch. Else (another CPU, an entry of another
 		 * id) the handshake's path below, which counts in the ref.
 		 */
 		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
-		if (hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
+		if (hint_names(map, hint, epoch)) {
 			int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch, cpu);
 			rseq_done();
 			if (!other) {
@@ -751,9 +758,8 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 		 * seq_cst, partner: the release that reopens the map).
 		 * Relaxed: ordered by that load. */
 		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
-		if (known && hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max) {
-			/* The element of an id never changes within an epoch.
-			 * Its ref counts the hit (the per-CPU way above did
+		if (known && hint_names(map, hint, epoch)) {
+			/* Its ref counts the hit (the per-CPU way above did
 			 * not). Relaxed: a count, as in find_or_insert(). */
 			__atomic_fetch_add(&map->pool[hint->id - 1].ref, 1, __ATOMIC_RELAXED);
 			*ret_id = hint->id;

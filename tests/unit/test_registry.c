@@ -217,7 +217,8 @@ static size_t logged_sig(struct ringtrace__rb *rb, uint32_t id, const char **sig
 	return found;
 }
 
-static struct ringtrace__rb *region(int stacks, void **mem, uint64_t *size)
+/* A new region (with stacks or not), the registry attached to it. */
+static struct ringtrace__rb *attach_region(int stacks, void **mem, uint64_t *size)
 {
 	struct rb_params p = { 0 };
 	p.ncpus = 2;
@@ -232,6 +233,8 @@ static struct ringtrace__rb *region(int stacks, void **mem, uint64_t *size)
 	assert_int_equal(rb_region_init(*mem, *size, &p), 0);
 	struct ringtrace__rb *rb;
 	assert_int_equal(rb_view_open(*mem, *size, &rb), 0);
+	reg_select_patterns(rb->hdr->patterns, sizeof(rb->hdr->patterns));
+	reg_attach(rb);
 	return rb;
 }
 
@@ -256,9 +259,7 @@ static void test_stack_region_bare_events(void **state)
 
 	void *mem;
 	uint64_t size;
-	struct ringtrace__rb *rb = region(1, &mem, &size);
-	reg_select_patterns(rb->hdr->patterns, sizeof(rb->hdr->patterns));
-	reg_attach(rb);
+	struct ringtrace__rb *rb = attach_region(1, &mem, &size);
 	const char *sig = NULL;
 	assert_int_equal(logged_sig(rb, plain.id, &sig), 1);
 	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
@@ -280,8 +281,7 @@ static void test_stack_region_bare_events(void **state)
 	/* A region without stacks: plain signatures; SUFFIX stays. */
 	void *mem2;
 	uint64_t size2;
-	struct ringtrace__rb *rb2 = region(0, &mem2, &size2);
-	reg_attach(rb2);
+	struct ringtrace__rb *rb2 = attach_region(0, &mem2, &size2);
 	assert_int_equal(logged_sig(rb2, plain.id, &sig), 1);
 	assert_string_equal(sig, "u32 x");
 	assert_int_equal(plain.flags, RINGTRACE__EVF_SUFFIX);
@@ -289,8 +289,7 @@ static void test_stack_region_bare_events(void **state)
 	/* With stacks again: the same decisions. */
 	void *mem3;
 	uint64_t size3;
-	struct ringtrace__rb *rb3 = region(1, &mem3, &size3);
-	reg_attach(rb3);
+	struct ringtrace__rb *rb3 = attach_region(1, &mem3, &size3);
 	assert_int_equal(logged_sig(rb3, plain.id, &sig), 1);
 	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
 	assert_int_equal(logged_sig(rb3, nostack.id, &sig), 1);
