@@ -133,7 +133,10 @@ struct ft_memo {
 	 * on rbp's value at k (a step from rbp before any step restored it).
 	 * Code without frame pointers uses rbp as a plain register, whose
 	 * value differs from call to call: the match ignores it where the
-	 * walk does not read it. */
+	 * walk does not read it. So is a saved rbp (ba[k]) when no frame
+	 * after step k depends on it (memo_rbp_matters()): the checks leave
+	 * it out, and a walk that takes frames from the memo reads its value
+	 * from the stack again, never from bv. */
 	uint8_t cfa_rbp[FT_MEMO_MAX], bpdep[FT_MEMO_MAX];
 	/* The same words as one list in step order, made when the walk is
 	 * whole: steps [k, j) read words [ci[k], ci[j]) of it. A check reads
@@ -728,8 +731,21 @@ RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s,
 	return addr >= t->lo && addr < t->hi ? t : NULL;
 }
 
-/* Verify steps [from, to) of a memo: each word still holds what was read.
- * Returns the first step that differs (to when none). */
+/*
+ * Whether the rbp that step k of a whole memo restored (ba[k]) decides
+ * any of its later frames: frame k + 1 depends on rbp (bpdep), or the
+ * walk was cut at max after frame k (it may go on from there). Code
+ * built without frame pointers saves rbp as any callee-saved register,
+ * at every call: left out of the checks, such a word costs nothing.
+ */
+static inline int memo_rbp_matters(const struct ft_memo *m, uint32_t k)
+{
+	return k + 1 < m->n ? m->bpdep[k + 1] : !m->complete;
+}
+
+/* Verify steps [from, to) of a memo: each word that decides its frames
+ * still holds what was read. Returns the first step that differs (to
+ * when none). */
 RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
 					       uintptr_t hi)
 {
@@ -737,7 +753,7 @@ RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t
 		uintptr_t a = m->wa[k], b = m->ba[k];
 		if (a && (a < lo || a > hi - 8 || *(const uintptr_t *)a != m->wv[k]))
 			return k;
-		if (b && (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bv[k]))
+		if (b && memo_rbp_matters(m, k) && (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bv[k]))
 			return k;
 	}
 	return to;
@@ -1045,10 +1061,13 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 							rec->wa[pos + j] = old->wa[mp + j];
 							rec->wv[pos + j] = old->wv[mp + j];
 							rec->ba[pos + j] = old->ba[mp + j];
-							rec->bv[pos + j] = old->bv[mp + j];
 							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
+							/* From the stack: bv may be
+							 * stale where it was not checked
+							 * (memo_rbp_matters()). */
 							if (old->ba[mp + j])
-								cbp = old->bv[mp + j];
+								cbp = *(const uintptr_t *)old->ba[mp + j];
+							rec->bv[pos + j] = cbp;
 							if (j < take) {
 								rec->ip[pos + j + 1] = old->ip[mp + j + 1];
 								rec->sp[pos + j + 1] = old->sp[mp + j + 1];
@@ -1072,13 +1091,15 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 						k = need;
 					for (uint32_t j = 0; j < k; j++) {
 						ips[n + (int)j] = old->ip[mp + 1 + j];
+						/* From the stack, as above: the walk
+						 * may go on from rbp. */
 						if (old->ba[mp + j])
-							bp = old->bv[mp + j];
+							bp = *(const uintptr_t *)old->ba[mp + j];
 						if (rec) {
 							rec->wa[pos + j] = old->wa[mp + j];
 							rec->wv[pos + j] = old->wv[mp + j];
 							rec->ba[pos + j] = old->ba[mp + j];
-							rec->bv[pos + j] = old->bv[mp + j];
+							rec->bv[pos + j] = bp;
 							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
 							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
 							rec->sp[pos + j + 1] = old->sp[mp + j + 1];
@@ -1225,7 +1246,7 @@ out:
 		uint32_t w = 0;
 		for (uint32_t k = 0; k <= pos; k++) {
 			rec->ci[k] = (uint16_t)w;
-			if (rec->ba[k]) {
+			if (rec->ba[k] && memo_rbp_matters(rec, k)) {
 				rec->ca[w] = rec->ba[k];
 				rec->cv[w++] = rec->bv[k];
 			}

@@ -947,6 +947,97 @@ static void test_own_and_note(void **state)
 	assert_int_equal(st.mismatches, 0);
 }
 
+/* ---- rbp kept as a plain register ----------------------------------------------- */
+
+#if defined(__x86_64__)
+/*
+ * rbp_set(v, fn) sets rbp to v and calls rbp_mid(v, fn), which saves it
+ * (push, with its CFI) and calls fn: the saved word holds v, and no frame
+ * above takes its CFA from rbp before rbp_set restores its caller's. As
+ * code built without frame pointers keeps any value in rbp.
+ */
+__asm__(".text\n"
+	".type rt_test_rbp_mid, @function\n"
+	"rt_test_rbp_mid:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call *%rsi\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_rbp_mid, .-rt_test_rbp_mid\n"
+	".type rt_test_rbp_set, @function\n"
+	"rt_test_rbp_set:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"movq %rdi, %rbp\n"
+	"call rt_test_rbp_mid\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_rbp_set, .-rt_test_rbp_set\n");
+int rt_test_rbp_set(uintptr_t v, int (*fn)(void));
+
+static uintptr_t rbp_ips[2][RT_UNWIND_MAX_DEPTH];
+static int rbp_n[2];
+
+__attribute__((noinline)) static int rbp_capture(void)
+{
+	rbp_n[0] = rt_unwind(rbp_ips[0], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
+	rbp_n[1] = rt_unwind(rbp_ips[1], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+__attribute__((noinline)) static int rbp_round(uintptr_t v, uintptr_t *ips)
+{
+	rt_test_rbp_set(v, rbp_capture);
+	__asm__ volatile("" ::: "memory");
+	memcpy(ips, rbp_ips[0], sizeof(rbp_ips[0]));
+	return rbp_n[0];
+}
+
+/* A saved rbp that decides no frame changes from capture to capture:
+ * the stack is the same, libunwind's, and found again from the memo
+ * without a step (a repeat), as if the word had not changed. */
+#define RBP_ROUNDS 17
+
+static void test_rbp_plain_register(void **state)
+{
+	(void)state;
+	static uintptr_t ips[RBP_ROUNDS][RT_UNWIND_MAX_DEPTH], ref[RBP_ROUNDS][RT_UNWIND_MAX_DEPTH];
+	int n[RBP_ROUNDS], nref[RBP_ROUNDS];
+	struct rt_unwind_stats a, b;
+	assert_int_equal(rt_unwind_get_stats(&a), 0);
+	/* One call site for every round (no branch for the compiler to peel
+	 * the first round off with). */
+	for (int i = 0; i < RBP_ROUNDS; i++) {
+		n[i] = rbp_round(0x1111 + (uintptr_t)i * 0x10001, ips[i]);
+		nref[i] = rbp_n[1];
+		memcpy(ref[i], rbp_ips[1], sizeof(ref[i]));
+	}
+	assert_int_equal(rt_unwind_get_stats(&b), 0);
+	assert_true(n[0] > 3);
+	for (int i = 0; i < RBP_ROUNDS; i++) {
+		assert_int_equal(n[i], n[0]);
+		assert_memory_equal(ips[i], ips[0], (size_t)n[0] * sizeof(uintptr_t));
+		/* (Frame 0: two call sites.) */
+		assert_int_equal(nref[i], n[0]);
+		assert_memory_equal(ref[i] + 1, ips[0] + 1, (size_t)(n[0] - 1) * sizeof(uintptr_t));
+	}
+	/* The same capture each round, between libunwind's: repeats, but for
+	 * the first two rounds (the first follows other frames). */
+	assert_true(b.repeats - a.repeats >= RBP_ROUNDS - 2);
+	assert_int_equal(b.mismatches, 0);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -967,6 +1058,9 @@ int main(void)
 		cmocka_unit_test(test_loader_lock),
 		cmocka_unit_test(test_storm),
 		cmocka_unit_test(test_stack_region_ways),
+#if defined(__x86_64__)
+		cmocka_unit_test(test_rbp_plain_register),
+#endif
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
