@@ -1259,9 +1259,11 @@ out:
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;
-		noted = rec;
-	}
-	if (noted) {
+		/* Its note, void until the caller fills it: not counted as
+		 * noted (the frames of no earlier walk). */
+		ret_note->cell = rec->note;
+		ret_note->seq = rec->seq;
+	} else if (noted) {
 		ret_note->cell = noted->note;
 		ret_note->seq = noted->seq;
 		CNT_ADD(cn->noted, 1);

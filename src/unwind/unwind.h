@@ -201,7 +201,10 @@ struct rt_unwind_stats {
 	uint64_t cache_hits;         /* rows found in the per-thread cache */
 	uint64_t cache_misses;       /* rows looked up in an object's table */
 	uint64_t memo_frames;        /* frames taken from the thread's last walk */
-	uint64_t noted;              /* captures whose frames were the memo's (a note) */
+	/* Captures handed the note of an earlier walk with the same frames
+	 * (a walk that records a new memo hands out its void note: not
+	 * counted); the stack map answers them from the note's words. */
+	uint64_t noted;
 	uint64_t repeats;            /* ... of which found so at their first state (no step) */
 	uint64_t fb_bad_cfi;         /* fallbacks to libunwind, by cause */
 	uint64_t fb_no_fde;
