@@ -124,27 +124,40 @@ struct ft_memo {
 	uint64_t note[RT_UNWIND_NOTE_WORDS];
 	uint64_t gen;                /* generation of the tables used */
 	uintptr_t hi;                /* stack top the reads were checked against */
-	uintptr_t ip[FT_MEMO_MAX], sp[FT_MEMO_MAX], bp[FT_MEMO_MAX];
-	/* Step k (frame k to k+1): word at wa[k] was wv[k] (0: nothing read,
-	 * the last step of a complete walk that met CFI_END); saved rbp at
-	 * ba[k] (0: not saved) was bv[k]. */
-	uintptr_t wa[FT_MEMO_MAX], wv[FT_MEMO_MAX], ba[FT_MEMO_MAX], bv[FT_MEMO_MAX];
-	/* Step k took its CFA from rbp; bpdep[k]: the frames after k depend
-	 * on rbp's value at k (a step from rbp before any step restored it).
-	 * Code without frame pointers uses rbp as a plain register, whose
-	 * value differs from call to call: the match ignores it where the
-	 * walk does not read it. So is a saved rbp (ba[k]) when no frame
-	 * after step k depends on it (memo_rbp_matters()): the checks leave
-	 * it out, and a walk that takes frames from the memo reads its value
-	 * from the stack again, never from bv. */
-	uint8_t cfa_rbp[FT_MEMO_MAX], bpdep[FT_MEMO_MAX];
-	/* The same words as one list in step order, made when the walk is
-	 * whole: steps [k, j) read words [ci[k], ci[j]) of it. A check reads
-	 * two words of the memo and one of the stack per word read, with no
-	 * test of which words each step read. */
-	uint16_t ci[FT_MEMO_MAX + 1];
-	uintptr_t ca[2 * FT_MEMO_MAX], cv[2 * FT_MEMO_MAX];
+	/* complete, and its last step read the end (ip[n] < 0x4000 at
+	 * sp[n] - 8): position n holds what it read. */
+	uint32_t end_read;
+	/*
+	 * Position k: the state before stepping out of frame k. Step k (frame
+	 * k to k + 1) read the return address ip[k + 1] at sp[k + 1] - 8 (every
+	 * step but the last of a walk that did not end by reading), and with
+	 * FT_SAVED the rbp it restored, bp[k + 1], at sp[k + 1] + boff[k]: the
+	 * words are the next state's, nothing is stored twice (the memo's
+	 * recording is what a walk that does not meet it pays).
+	 */
+	uintptr_t ip[FT_MEMO_MAX + 1], sp[FT_MEMO_MAX + 1], bp[FT_MEMO_MAX + 1];
+	int16_t boff[FT_MEMO_MAX];
+	/*
+	 * FT_CFA_RBP: step k took its CFA from rbp. FT_BPDEP: the frames after
+	 * k depend on rbp's value at k (a step from rbp before any step
+	 * restored it). Code without frame pointers uses rbp as a plain
+	 * register, whose value differs from call to call: the match ignores
+	 * it where the walk does not read it. So is a saved rbp when no frame
+	 * after step k depends on it (memo_rbp_matters()): the checks leave it
+	 * out, and a walk that takes frames from the memo reads its value
+	 * from the stack again, never from bp[].
+	 */
+	uint8_t fl[FT_MEMO_MAX];
+	/* The saved rbps that decide later frames (address, value), in step
+	 * order, made when the walk is whole: steps [k, j) restored those of
+	 * [xi[k], xi[j]). */
+	uint16_t xi[FT_MEMO_MAX + 1];
+	uintptr_t xa[FT_MEMO_MAX], xv[FT_MEMO_MAX];
 };
+
+#define FT_SAVED   1u
+#define FT_CFA_RBP 2u
+#define FT_BPDEP   4u
 
 /* The second cache, indexed by the frame's stack address (sp / 16), not
  * by a hash of its code address: the frames of successive captures sit
@@ -740,7 +753,14 @@ RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s,
  */
 static inline int memo_rbp_matters(const struct ft_memo *m, uint32_t k)
 {
-	return k + 1 < m->n ? m->bpdep[k + 1] : !m->complete;
+	return k + 1 < m->n ? (m->fl[k + 1] & FT_BPDEP) != 0 : !m->complete;
+}
+
+/* Steps [from, rd) of a memo read a return address, for steps [from, to):
+ * all but the last of a walk that ended without reading. */
+static inline uint32_t memo_read_end(const struct ft_memo *m, uint32_t to)
+{
+	return to == m->n && !m->end_read ? to - 1 : to;
 }
 
 /* Verify steps [from, to) of a memo: each word that decides its frames
@@ -749,11 +769,14 @@ static inline int memo_rbp_matters(const struct ft_memo *m, uint32_t k)
 RT_NO_SANITIZE static uint32_t memo_first_diff(const struct ft_memo *m, uint32_t from, uint32_t to, uintptr_t lo,
 					       uintptr_t hi)
 {
+	const uint32_t rd = memo_read_end(m, to);
 	for (uint32_t k = from; k < to; k++) {
-		uintptr_t a = m->wa[k], b = m->ba[k];
-		if (a && (a < lo || a > hi - 8 || *(const uintptr_t *)a != m->wv[k]))
+		uintptr_t a = m->sp[k + 1] - 8;
+		if (k < rd && (a < lo || a > hi - 8 || *(const uintptr_t *)a != m->ip[k + 1]))
 			return k;
-		if (b && memo_rbp_matters(m, k) && (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bv[k]))
+		uintptr_t b = m->sp[k + 1] + (uintptr_t)(intptr_t)m->boff[k];
+		if ((m->fl[k] & FT_SAVED) && memo_rbp_matters(m, k) &&
+		    (b < lo || b > hi - 8 || *(const uintptr_t *)b != m->bp[k + 1]))
 			return k;
 	}
 	return to;
@@ -812,8 +835,11 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
 										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t diff = 0;
-	for (uint32_t i = m->ci[from], end = m->ci[to]; i < end; i++)
-		diff |= *(const uintptr_t *)m->ca[i] ^ m->cv[i];
+	for (uint32_t i = m->xi[from], end = m->xi[to]; i < end; i++)
+		diff |= *(const uintptr_t *)m->xa[i] ^ m->xv[i];
+	const uintptr_t *sp = m->sp + 1, *ip = m->ip + 1;
+	for (uint32_t k = from, rd = memo_read_end(m, to); k < rd; k++)
+		diff |= *(const uintptr_t *)(sp[k] - 8) ^ ip[k];
 	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
@@ -871,6 +897,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	uintptr_t first_ip = 0, first_sp = 0;  /* the walk's first state */
 	uint32_t pos = 0;            /* frames walked, skipped ones included */
 	int complete = 1;            /* the walk ended by itself (not at max) */
+	int end_read = 0;            /* ... by reading an ip below 0x4000 */
 	uintptr_t lo, hi;
 	const struct ft_snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
 	struct ft_cent *cache = sl->mem->cache, *spc = sl->mem->spc;
@@ -966,7 +993,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		 * which it shortens: a memo that ended at max gives at most
 		 * its frames, one that ended by itself all of them.
 		 */
-		if (old && old->ip[0] == ip && old->sp[0] == sp && (old->bp[0] == bp || !old->bpdep[0]) &&
+		if (old && old->ip[0] == ip && old->sp[0] == sp && (old->bp[0] == bp || !(old->fl[0] & FT_BPDEP)) &&
 		    old->skip0 == skip0 && old->max0 == max && old->n > (uint32_t)skip0) {
 			/* This frame (memo position skip0), then what follows. */
 			uint32_t take, to;
@@ -1005,8 +1032,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 				rec->ip[pos] = ip;
 				rec->sp[pos] = sp;
 				rec->bp[pos] = bp;
-				rec->wa[pos] = rec->ba[pos] = 0;
-				rec->cfa_rbp[pos] = 0;
+				rec->fl[pos] = 0;
 			}
 		}
 		if (skip > 0) {
@@ -1023,7 +1049,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 				while (mp < old->n && old->sp[mp] < sp)
 					mp++;
 				if (mp < old->n && old->sp[mp] == sp && old->ip[mp] == ip &&
-				    (old->bp[mp] == bp || !old->bpdep[mp])) {
+				    (old->bp[mp] == bp || !(old->fl[mp] & FT_BPDEP))) {
 					uint32_t need = (uint32_t)(max - n), take, to;
 					uint32_t whole = memo_span(old, mp, need, &take, &to);
 					uint32_t ok = memo_check(old, mp, to, lo, hi);
@@ -1058,29 +1084,24 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 						 * tables). */
 						uintptr_t cbp = bp;  /* rbp as this walk has it */
 						for (uint32_t j = 0; j < to - mp; j++) {
-							rec->wa[pos + j] = old->wa[mp + j];
-							rec->wv[pos + j] = old->wv[mp + j];
-							rec->ba[pos + j] = old->ba[mp + j];
-							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
-							/* From the stack: bv may be
+							uint8_t f = old->fl[mp + j];
+							uintptr_t nsp = old->sp[mp + j + 1];
+							rec->fl[pos + j] = f;
+							rec->boff[pos + j] = old->boff[mp + j];
+							/* From the stack: old->bp may be
 							 * stale where it was not checked
 							 * (memo_rbp_matters()). */
-							if (old->ba[mp + j])
-								cbp = *(const uintptr_t *)old->ba[mp + j];
-							rec->bv[pos + j] = cbp;
-							if (j < take) {
-								rec->ip[pos + j + 1] = old->ip[mp + j + 1];
-								rec->sp[pos + j + 1] = old->sp[mp + j + 1];
-								rec->bp[pos + j + 1] = cbp;
-							}
+							if (f & FT_SAVED)
+								cbp = *(const uintptr_t *)(nsp + (uintptr_t)(intptr_t)old->boff[mp + j]);
+							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+							rec->sp[pos + j + 1] = nsp;
+							rec->bp[pos + j + 1] = cbp;
 						}
-						if (to - mp == take) {
-							rec->wa[pos + take] = 0;
-							rec->ba[pos + take] = 0;
-							rec->cfa_rbp[pos + take] = 0;
-						}
+						if (to - mp == take)
+							rec->fl[pos + take] = 0;   /* cut at max: no step */
 						pos += take;
 						complete = need > take;   /* the memo's walk ended by itself first */
+						end_read = complete && old->end_read;
 						goto out;
 					}
 					/* Frames up to step ok stand (the memo ran out or a
@@ -1091,18 +1112,17 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 						k = need;
 					for (uint32_t j = 0; j < k; j++) {
 						ips[n + (int)j] = old->ip[mp + 1 + j];
+						uint8_t f = old->fl[mp + j];
+						uintptr_t nsp = old->sp[mp + j + 1];
 						/* From the stack, as above: the walk
 						 * may go on from rbp. */
-						if (old->ba[mp + j])
-							bp = *(const uintptr_t *)old->ba[mp + j];
+						if (f & FT_SAVED)
+							bp = *(const uintptr_t *)(nsp + (uintptr_t)(intptr_t)old->boff[mp + j]);
 						if (rec) {
-							rec->wa[pos + j] = old->wa[mp + j];
-							rec->wv[pos + j] = old->wv[mp + j];
-							rec->ba[pos + j] = old->ba[mp + j];
-							rec->bv[pos + j] = bp;
-							rec->cfa_rbp[pos + j] = old->cfa_rbp[mp + j];
+							rec->fl[pos + j] = f;
+							rec->boff[pos + j] = old->boff[mp + j];
 							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
-							rec->sp[pos + j + 1] = old->sp[mp + j + 1];
+							rec->sp[pos + j + 1] = nsp;
 							rec->bp[pos + j + 1] = bp;
 						}
 					}
@@ -1113,10 +1133,8 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					ip = old->ip[mp];
 					sp = old->sp[mp];
 					old = NULL;
-					if (rec) {
-						rec->wa[pos] = rec->ba[pos] = 0;
-						rec->cfa_rbp[pos] = 0;
-					}
+					if (rec)
+						rec->fl[pos] = 0;
 					if (n >= max) {
 						complete = 0;
 						break;
@@ -1193,15 +1211,15 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 				/* Where libunwind ends too; the end depends on
 				 * rbp (the memo matches it here). */
 				if (rec)
-					rec->cfa_rbp[pos] = 1;
+					rec->fl[pos] |= FT_CFA_RBP;
 				goto out;
 			}
 			cause = CFI_KIND(info) == CFI_BAD ? FT_FB_BAD_CFI : FT_FB_NO_FDE;
 			goto out;
 		}
 		uintptr_t cfa = (CFI_CFA_RBP(info) ? bp : sp) + CFI_CFA_OFF(info);
-		if (rec)
-			rec->cfa_rbp[pos] = (uint8_t)CFI_CFA_RBP(info);
+		if (rec && CFI_CFA_RBP(info))
+			rec->fl[pos] |= FT_CFA_RBP;
 		/* The frame lies above the last one (its return address at
 		 * or above sp, so at or above lo) and inside the stack.
 		 * Strictly rising CFAs end the walk on any stack. */
@@ -1217,19 +1235,23 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 			}
 			bp = *(const uintptr_t *)a;
 			if (rec) {
-				rec->ba[pos] = a;
-				rec->bv[pos] = bp;
+				rec->fl[pos] |= FT_SAVED;
+				rec->boff[pos] = (int16_t)CFI_RBP_OFF(info);
 			}
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
-		if (rec) {
-			rec->wa[pos] = cfa - 8;
-			rec->wv[pos] = ip;
-		}
 		sp = cfa;
 		prev = 1;
-		if (__builtin_expect(ip < 0x4000, 0))
-			goto out;            /* libunwind's end of the stack */
+		if (__builtin_expect(ip < 0x4000, 0)) {
+			/* libunwind's end of the stack: what the step read is
+			 * the memo's position after the last. */
+			if (rec) {
+				rec->ip[pos + 1] = ip;
+				rec->sp[pos + 1] = sp;
+			}
+			end_read = 1;
+			goto out;
+		}
 	}
 out:
 	if (rec && cause < 0 && pos < FT_MEMO_MAX) {
@@ -1238,24 +1260,22 @@ out:
 		rec->complete = (uint32_t)complete;
 		/* Backwards: which frames' rest depends on rbp. A walk cut at
 		 * max may go on from its last frame: that one does. */
-		uint8_t dep = !complete;
+		rec->end_read = (uint32_t)end_read;
+		int dep = !complete;
 		for (uint32_t k = pos + 1; k-- > 0;) {
-			dep = rec->cfa_rbp[k] || (!rec->ba[k] && dep);
-			rec->bpdep[k] = dep;
+			uint8_t f = rec->fl[k];
+			dep = (f & FT_CFA_RBP) || (!(f & FT_SAVED) && dep);
+			rec->fl[k] = (uint8_t)(dep ? f | FT_BPDEP : f & ~FT_BPDEP);
 		}
 		uint32_t w = 0;
 		for (uint32_t k = 0; k <= pos; k++) {
-			rec->ci[k] = (uint16_t)w;
-			if (rec->ba[k] && memo_rbp_matters(rec, k)) {
-				rec->ca[w] = rec->ba[k];
-				rec->cv[w++] = rec->bv[k];
-			}
-			if (rec->wa[k]) {
-				rec->ca[w] = rec->wa[k];
-				rec->cv[w++] = rec->wv[k];
+			rec->xi[k] = (uint16_t)w;
+			if ((rec->fl[k] & FT_SAVED) && memo_rbp_matters(rec, k)) {
+				rec->xa[w] = rec->sp[k + 1] + (uintptr_t)(intptr_t)rec->boff[k];
+				rec->xv[w++] = rec->bp[k + 1];
 			}
 		}
-		rec->ci[pos + 1] = (uint16_t)w;
+		rec->xi[pos + 1] = (uint16_t)w;
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;
