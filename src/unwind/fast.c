@@ -746,7 +746,7 @@ RT_NO_SANITIZE static const struct cfi_table *snap_find(const struct ft_snap *s,
 
 /*
  * Whether the rbp that step k of a whole memo restored (FT_SAVED) decides
- * any of its later frames: frame k + 1 depends on rbp (bpdep), or the
+ * any of its later frames: frame k + 1 depends on rbp (FT_BPDEP), or the
  * walk was cut at max after frame k (it may go on from there). Code
  * built without frame pointers saves rbp as any callee-saved register,
  * at every call: left out of the checks, such a word costs nothing.
