@@ -1036,6 +1036,107 @@ static void test_rbp_plain_register(void **state)
 	assert_true(b.repeats - a.repeats >= RBP_ROUNDS - 2);
 	assert_int_equal(b.mismatches, 0);
 }
+
+/*
+ * A stack that ends on a return address of 0, as libunwind ends it: the
+ * walk's last step reads the 0 (the memo keeps what it read as the
+ * position after its last). rt_test_zero_ra(fn, ra) pushes ra (0) where a
+ * return address would be and jumps to rt_test_zero_fn, whose CFI says it
+ * was called from there; it calls fn, then jumps back (rbx) instead of
+ * returning. No frame above it is walked. With ra inside rt_test_end_fn,
+ * whose CFI leaves the return address undefined (as _start's), the stack
+ * ends one frame later instead.
+ */
+__asm__(".text\n"
+	".type rt_test_zero_fn, @function\n"
+	"rt_test_zero_fn:\n"
+	".cfi_startproc\n"
+	"subq $8, %rsp\n"
+	".cfi_def_cfa_offset 16\n"
+	"call *%rdi\n"
+	"addq $8, %rsp\n"
+	".cfi_def_cfa_offset 8\n"
+	"addq $8, %rsp\n"
+	"jmp *%rbx\n"
+	".cfi_endproc\n"
+	".size rt_test_zero_fn, .-rt_test_zero_fn\n"
+	".type rt_test_zero_ra, @function\n"
+	"rt_test_zero_ra:\n"
+	"pushq %rbx\n"
+	"leaq 1f(%rip), %rbx\n"
+	"pushq %rsi\n"
+	"jmp rt_test_zero_fn\n"
+	"1:\n"
+	"popq %rbx\n"
+	"ret\n"
+	".size rt_test_zero_ra, .-rt_test_zero_ra\n"
+	".type rt_test_end_fn, @function\n"
+	"rt_test_end_fn:\n"
+	".cfi_startproc\n"
+	".cfi_undefined rip\n"
+	"nop\n"
+	"nop\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_end_fn, .-rt_test_end_fn\n");
+void rt_test_zero_ra(void (*fn)(void), uintptr_t ra);
+void rt_test_end_fn(void);
+
+static uintptr_t zero_ips[2][RT_UNWIND_MAX_DEPTH];
+static int zero_n[2];
+
+__attribute__((noinline)) static void zero_capture(void)
+{
+	zero_n[0] = rt_unwind(zero_ips[0], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
+	zero_n[1] = rt_unwind(zero_ips[1], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The same capture one frame deeper: a walk that meets the last one's
+ * memo at rt_test_zero_fn's frame and takes its end from it. */
+__attribute__((noinline)) static void zero_capture_deeper(void)
+{
+	zero_capture();
+	__asm__ volatile("" ::: "memory");
+}
+
+static void test_zero_return_address(void **state)
+{
+	(void)state;
+	struct rt_unwind_stats a, b;
+	assert_int_equal(rt_unwind_get_stats(&a), 0);
+	const uintptr_t end = (uintptr_t)rt_test_end_fn + 1;
+	void (*fns[])(void) = { zero_capture, zero_capture, zero_capture_deeper, zero_capture_deeper,
+				zero_capture_deeper, zero_capture, zero_capture, zero_capture_deeper };
+	uintptr_t ra[] = { 0, 0, 0, 0, 0, 0, end, end };
+	int depth[] = { 2, 2, 3, 3, 3, 2, 3, 4 };
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		rt_test_zero_ra(fns[i], ra[i]);
+		/* zero_capture (and zero_capture_deeper), rt_test_zero_fn:
+		 * the 0 ends the stack, both ways; or rt_test_end_fn does,
+		 * the last frame. */
+		assert_int_equal(zero_n[0], depth[i]);
+		assert_int_equal(zero_n[1], depth[i]);
+		/* (Frame 0: two call sites.) */
+		assert_memory_equal(zero_ips[0] + 1, zero_ips[1] + 1, (size_t)(depth[i] - 1) * sizeof(uintptr_t));
+		if (ra[i])
+			assert_true(zero_ips[0][depth[i] - 1] == end);
+	}
+	assert_int_equal(rt_unwind_get_stats(&b), 0);
+	/* The second capture repeats the first (its check reads the 0). The
+	 * deeper ones meet that memo at rt_test_zero_fn's frame, whose end
+	 * they take from it (nothing after it but the 0); the second of
+	 * them becomes the memo (the first keeps the one it met), with the
+	 * end copied from the first memo, and the third repeats it. Then
+	 * the word read at the end changes: the same first state, another
+	 * stack (a memo that did not check that word would end it early).
+	 * All verified against libunwind (this program sets
+	 * RINGTRACE_UNWIND_VERIFY). */
+	assert_true(b.repeats - a.repeats >= 2);
+	assert_true(b.verified - a.verified >= 8);
+	assert_int_equal(b.mismatches, 0);
+	assert_int_equal(b.fb_no_fde + b.fb_bad_cfi + b.fb_stack, a.fb_no_fde + a.fb_bad_cfi + a.fb_stack);
+}
 #endif
 
 int main(void)
@@ -1060,6 +1161,7 @@ int main(void)
 		cmocka_unit_test(test_stack_region_ways),
 #if defined(__x86_64__)
 		cmocka_unit_test(test_rbp_plain_register),
+		cmocka_unit_test(test_zero_return_address),
 #endif
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
