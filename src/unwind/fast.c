@@ -844,6 +844,32 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
 }
 
 /*
+ * Steps [mp, mp + k) of memo old as this walk's steps [pos, pos + k) (into
+ * rec, when it records) and the states after them. Returns rbp after the
+ * last, from bp: the saved rbps are read from the stack again, not from
+ * old->bp[], which may be stale where it was not checked
+ * (memo_rbp_matters()). The words lie where memo_check() read them.
+ */
+RT_NO_SANITIZE static inline __attribute__((always_inline)) uintptr_t
+memo_take(struct ft_memo *rec, uint32_t pos, const struct ft_memo *old, uint32_t mp, uint32_t k, uintptr_t bp)
+{
+	for (uint32_t j = 0; j < k; j++) {
+		uint8_t f = old->fl[mp + j];
+		uintptr_t nsp = old->sp[mp + j + 1];
+		if (f & FT_SAVED)
+			bp = *(const uintptr_t *)(nsp + (uintptr_t)(intptr_t)old->boff[mp + j]);
+		if (rec) {
+			rec->fl[pos + j] = f;
+			rec->boff[pos + j] = old->boff[mp + j];
+			rec->ip[pos + j + 1] = old->ip[mp + j + 1];
+			rec->sp[pos + j + 1] = nsp;
+			rec->bp[pos + j + 1] = bp;
+		}
+	}
+	return bp;
+}
+
+/*
  * A frame with no FDE where libunwind (1.6, x86-64: unw_step() after
  * -UNW_ENOINFO) ends the stack: not a PLT stub (its code pattern, which
  * libunwind would step through), and rbp 0, below the frame's stack
@@ -1082,21 +1108,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 						 * the memo (one that ended early would
 						 * keep sending deeper stacks to the
 						 * tables). */
-						uintptr_t cbp = bp;  /* rbp as this walk has it */
-						for (uint32_t j = 0; j < to - mp; j++) {
-							uint8_t f = old->fl[mp + j];
-							uintptr_t nsp = old->sp[mp + j + 1];
-							rec->fl[pos + j] = f;
-							rec->boff[pos + j] = old->boff[mp + j];
-							/* From the stack: old->bp may be
-							 * stale where it was not checked
-							 * (memo_rbp_matters()). */
-							if (f & FT_SAVED)
-								cbp = *(const uintptr_t *)(nsp + (uintptr_t)(intptr_t)old->boff[mp + j]);
-							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
-							rec->sp[pos + j + 1] = nsp;
-							rec->bp[pos + j + 1] = cbp;
-						}
+						memo_take(rec, pos, old, mp, to - mp, bp);
 						if (to - mp == take)
 							rec->fl[pos + take] = 0;   /* cut at max: no step */
 						pos += take;
@@ -1110,22 +1122,9 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					uint32_t k = ok - mp;
 					if (k > need)
 						k = need;
-					for (uint32_t j = 0; j < k; j++) {
-						ips[n + (int)j] = old->ip[mp + 1 + j];
-						uint8_t f = old->fl[mp + j];
-						uintptr_t nsp = old->sp[mp + j + 1];
-						/* From the stack, as above: the walk
-						 * may go on from rbp. */
-						if (f & FT_SAVED)
-							bp = *(const uintptr_t *)(nsp + (uintptr_t)(intptr_t)old->boff[mp + j]);
-						if (rec) {
-							rec->fl[pos + j] = f;
-							rec->boff[pos + j] = old->boff[mp + j];
-							rec->ip[pos + j + 1] = old->ip[mp + j + 1];
-							rec->sp[pos + j + 1] = nsp;
-							rec->bp[pos + j + 1] = bp;
-						}
-					}
+					copy_words(ips + n, &old->ip[mp + 1], k);
+					/* The walk may go on from rbp. */
+					bp = memo_take(rec, pos, old, mp, k, bp);
 					n += (int)k;
 					memo_frames += k;
 					mp += k;
