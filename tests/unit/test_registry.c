@@ -238,6 +238,20 @@ static struct ringtrace__rb *attach_region(int stacks, void **mem, uint64_t *siz
 	return rb;
 }
 
+/* In a region with stacks: plain logged with the suffix and marked so,
+ * nostack logged bare and left to capture none. */
+static void expect_stack_region_sigs(struct ringtrace__rb *rb, const struct ringtrace_event_desc *plain,
+				     const struct ringtrace_event_desc *nostack)
+{
+	const char *sig = NULL;
+	assert_int_equal(logged_sig(rb, plain->id, &sig), 1);
+	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
+	assert_int_equal(plain->flags, RINGTRACE__EVF_SUFFIX);
+	assert_int_equal(logged_sig(rb, nostack->id, &sig), 1);
+	assert_string_equal(sig, "u64 p");
+	assert_int_equal(nostack->flags, RINGTRACE__EVF_NO_STACK);
+}
+
 /*
  * A region where every event carries a stack: events get the suffix in
  * their logged signature and RINGTRACE__EVF_SUFFIX (which keeps them off
@@ -260,13 +274,7 @@ static void test_stack_region_bare_events(void **state)
 	void *mem;
 	uint64_t size;
 	struct ringtrace__rb *rb = attach_region(1, &mem, &size);
-	const char *sig = NULL;
-	assert_int_equal(logged_sig(rb, plain.id, &sig), 1);
-	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
-	assert_int_equal(plain.flags, RINGTRACE__EVF_SUFFIX);
-	assert_int_equal(logged_sig(rb, nostack.id, &sig), 1);
-	assert_string_equal(sig, "u64 p");
-	assert_int_equal(nostack.flags, RINGTRACE__EVF_NO_STACK);
+	expect_stack_region_sigs(rb, &plain, &nostack);
 	rb_set_rseq(rb, 1);
 	assert_int_equal(rb->fast_any, 1);
 	assert_int_equal(rb->fast, 0);
@@ -282,6 +290,7 @@ static void test_stack_region_bare_events(void **state)
 	void *mem2;
 	uint64_t size2;
 	struct ringtrace__rb *rb2 = attach_region(0, &mem2, &size2);
+	const char *sig = NULL;
 	assert_int_equal(logged_sig(rb2, plain.id, &sig), 1);
 	assert_string_equal(sig, "u32 x");
 	assert_int_equal(plain.flags, RINGTRACE__EVF_SUFFIX);
@@ -290,11 +299,7 @@ static void test_stack_region_bare_events(void **state)
 	void *mem3;
 	uint64_t size3;
 	struct ringtrace__rb *rb3 = attach_region(1, &mem3, &size3);
-	assert_int_equal(logged_sig(rb3, plain.id, &sig), 1);
-	assert_string_equal(sig, "u32 x;u32 stack_id;x64 stack[u8]");
-	assert_int_equal(logged_sig(rb3, nostack.id, &sig), 1);
-	assert_string_equal(sig, "u64 p");
-	assert_int_equal(nostack.flags, RINGTRACE__EVF_NO_STACK);
+	expect_stack_region_sigs(rb3, &plain, &nostack);
 
 	reg_detach_after_fork();
 	rb_view_free(rb);

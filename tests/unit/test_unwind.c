@@ -982,25 +982,27 @@ __asm__(".text\n"
 	"ret\n"
 	".cfi_endproc\n"
 	".size rt_test_rbp_set, .-rt_test_rbp_set\n");
-int rt_test_rbp_set(uintptr_t v, int (*fn)(void));
+void rt_test_rbp_set(uintptr_t v, void (*fn)(void));
 
-static uintptr_t rbp_ips[2][RT_UNWIND_MAX_DEPTH];
-static int rbp_n[2];
+/* Both ways from the frames the asm functions below set up: the tables
+ * into two_ips[0], libunwind into two_ips[1] (frame 0 differs: two call
+ * sites). */
+static uintptr_t two_ips[2][RT_UNWIND_MAX_DEPTH];
+static int two_n[2];
 
-__attribute__((noinline)) static int rbp_capture(void)
+__attribute__((noinline)) static void capture_two_ways(void)
 {
-	rbp_n[0] = rt_unwind(rbp_ips[0], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
-	rbp_n[1] = rt_unwind(rbp_ips[1], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
+	two_n[0] = rt_unwind(two_ips[0], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
+	two_n[1] = rt_unwind(two_ips[1], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
 	__asm__ volatile("" ::: "memory");
-	return 0;
 }
 
 __attribute__((noinline)) static int rbp_round(uintptr_t v, uintptr_t *ips)
 {
-	rt_test_rbp_set(v, rbp_capture);
+	rt_test_rbp_set(v, capture_two_ways);
 	__asm__ volatile("" ::: "memory");
-	memcpy(ips, rbp_ips[0], sizeof(rbp_ips[0]));
-	return rbp_n[0];
+	memcpy(ips, two_ips[0], sizeof(two_ips[0]));
+	return two_n[0];
 }
 
 /* A saved rbp that decides no frame changes from capture to capture:
@@ -1019,8 +1021,8 @@ static void test_rbp_plain_register(void **state)
 	 * the first round off with). */
 	for (int i = 0; i < RBP_ROUNDS; i++) {
 		n[i] = rbp_round(0x1111 + (uintptr_t)i * 0x10001, ips[i]);
-		nref[i] = rbp_n[1];
-		memcpy(ref[i], rbp_ips[1], sizeof(ref[i]));
+		nref[i] = two_n[1];
+		memcpy(ref[i], two_ips[1], sizeof(ref[i]));
 	}
 	assert_int_equal(rt_unwind_get_stats(&b), 0);
 	assert_true(n[0] > 3);
@@ -1082,21 +1084,11 @@ __asm__(".text\n"
 void rt_test_zero_ra(void (*fn)(void), uintptr_t ra);
 void rt_test_end_fn(void);
 
-static uintptr_t zero_ips[2][RT_UNWIND_MAX_DEPTH];
-static int zero_n[2];
-
-__attribute__((noinline)) static void zero_capture(void)
-{
-	zero_n[0] = rt_unwind(zero_ips[0], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
-	zero_n[1] = rt_unwind(zero_ips[1], RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_LIBUNWIND);
-	__asm__ volatile("" ::: "memory");
-}
-
 /* The same capture one frame deeper: a walk that meets the last one's
  * memo at rt_test_zero_fn's frame and takes its end from it. */
 __attribute__((noinline)) static void zero_capture_deeper(void)
 {
-	zero_capture();
+	capture_two_ways();
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -1106,21 +1098,21 @@ static void test_zero_return_address(void **state)
 	struct rt_unwind_stats a, b;
 	assert_int_equal(rt_unwind_get_stats(&a), 0);
 	const uintptr_t end = (uintptr_t)rt_test_end_fn + 1;
-	void (*fns[])(void) = { zero_capture, zero_capture, zero_capture_deeper, zero_capture_deeper,
-				zero_capture_deeper, zero_capture, zero_capture, zero_capture_deeper };
+	void (*fns[])(void) = { capture_two_ways, capture_two_ways, zero_capture_deeper, zero_capture_deeper,
+				zero_capture_deeper, capture_two_ways, capture_two_ways, zero_capture_deeper };
 	uintptr_t ra[] = { 0, 0, 0, 0, 0, 0, end, end };
 	int depth[] = { 2, 2, 3, 3, 3, 2, 3, 4 };
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		rt_test_zero_ra(fns[i], ra[i]);
-		/* zero_capture (and zero_capture_deeper), rt_test_zero_fn:
+		/* capture_two_ways (and zero_capture_deeper), rt_test_zero_fn:
 		 * the 0 ends the stack, both ways; or rt_test_end_fn does,
 		 * the last frame. */
-		assert_int_equal(zero_n[0], depth[i]);
-		assert_int_equal(zero_n[1], depth[i]);
+		assert_int_equal(two_n[0], depth[i]);
+		assert_int_equal(two_n[1], depth[i]);
 		/* (Frame 0: two call sites.) */
-		assert_memory_equal(zero_ips[0] + 1, zero_ips[1] + 1, (size_t)(depth[i] - 1) * sizeof(uintptr_t));
+		assert_memory_equal(two_ips[0] + 1, two_ips[1] + 1, (size_t)(depth[i] - 1) * sizeof(uintptr_t));
 		if (ra[i])
-			assert_true(zero_ips[0][depth[i] - 1] == end);
+			assert_true(two_ips[0][depth[i] - 1] == end);
 	}
 	assert_int_equal(rt_unwind_get_stats(&b), 0);
 	/* The second capture repeats the first (its check reads the 0). The
