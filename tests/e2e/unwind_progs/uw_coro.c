@@ -6,11 +6,21 @@
  * there, as libunwind's does.
  *
  *   uw_coro ROUNDS        4 coroutines, each making 10 allocations a round
+ *   uw_coro ROUNDS fds    the same; halfway, every descriptor open on
+ *                         this process's /proc/PID/maps (the tracer's) is
+ *                         replaced by the parent's maps or /dev/null
+ *                         (dup2): the tracer must not ask them
  *
- * Prints "allocations N" (4 x 10 x ROUNDS) on stdout.
+ * Prints "allocations N" (4 x 10 x ROUNDS) on stdout; with `fds` also
+ * "replaced N" and "fds ok" when at most one descriptor more is open at
+ * the end than before the first round (else "fds N (M before)").
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #define NCO 4
@@ -52,16 +62,76 @@ static __attribute__((noinline)) int make_coroutine(int k)
 	return 0;
 }
 
+/*
+ * What a program may do to a descriptor it did not open (dup2() over it,
+ * closefrom() and open again): each one open on this process's
+ * /proc/PID/maps (the tracer keeps one) becomes the parent's maps (where
+ * readable), then /dev/null. Returns how many were replaced.
+ */
+static int replace_maps_fds(void)
+{
+	char want[64], other[64], path[64], link[256];
+	snprintf(want, sizeof(want), "/proc/%d/maps", (int)getpid());
+	snprintf(other, sizeof(other), "/proc/%d/maps", (int)getppid());
+	int replaced = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, want) != 0)
+			continue;
+		int o = open(replaced % 2 ? "/dev/null" : other, O_RDONLY);
+		if (o < 0)
+			o = open("/dev/null", O_RDONLY);
+		if (o < 0 || dup2(o, fd) < 0)
+			continue;
+		close(o);
+		replaced++;
+	}
+	return replaced;
+}
+
+/* Open descriptors, the directory's own not counted. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+			n++;
+	closedir(d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 100;
 	for (int k = 0; k < NCO; k++)
 		if (make_coroutine(k) != 0)
 			return 1;
-	for (long r = 0; r < rounds; r++)
+	int fds = argc > 2 && strcmp(argv[2], "fds") == 0, replaced = 0, before = fds ? count_fds() : 0;
+	for (long r = 0; r < rounds; r++) {
+		if (fds && r == rounds / 2)
+			replaced = replace_maps_fds();
 		for (int k = 0; k < NCO; k++)
 			if (swapcontext(&main_ctx, &co_ctx[k]) != 0)
 				return 1;
+	}
 	printf("allocations %lu\n", count);
+	if (fds) {
+		/* The replaced descriptors stay open (the program's now); the
+		 * tracer may have opened one more in their place. */
+		int n = count_fds();
+		printf("replaced %d\n", replaced);
+		if (n <= before + 1)
+			printf("fds ok\n");
+		else
+			printf("fds %d (%d before)\n", n, before);
+	}
 	return 0;
 }
