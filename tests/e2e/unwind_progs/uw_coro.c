@@ -12,10 +12,10 @@
  *                         (dup2): the tracer must not ask them
  *
  * Prints "allocations N" (4 x 10 x ROUNDS) on stdout; with `fds` also
- * "replaced N" and "fds ok" when at most one descriptor more is open at
- * the end than before the first round (else "fds N (M before)").
+ * "replaced N" and "maps open M": the descriptors open on this process's
+ * maps at the end (the tracer's), or -1 if one of those replaced no
+ * longer holds what the program put there.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +68,9 @@ static __attribute__((noinline)) int make_coroutine(int k)
  * /proc/PID/maps (the tracer keeps one) becomes the parent's maps (where
  * readable), then /dev/null. Returns how many were replaced.
  */
+static int replaced_fd[8];
+static char replaced_to[8][256];
+
 static int replace_maps_fds(void)
 {
 	char want[64], other[64], path[64], link[256];
@@ -85,27 +88,42 @@ static int replace_maps_fds(void)
 		int o = open(replaced % 2 ? "/dev/null" : other, O_RDONLY);
 		if (o < 0)
 			o = open("/dev/null", O_RDONLY);
-		if (o < 0 || dup2(o, fd) < 0)
+		if (o < 0 || dup2(o, fd) < 0 || replaced == 8)
 			continue;
 		close(o);
-		replaced++;
+		n = readlink(path, replaced_to[replaced], sizeof(replaced_to[0]) - 1);
+		replaced_to[replaced][n > 0 ? n : 0] = 0;
+		replaced_fd[replaced++] = fd;
 	}
 	return replaced;
 }
 
-/* Open descriptors, the directory's own not counted. */
-static int count_fds(void)
+/* Descriptors open on this process's maps; -1 if one of those replaced
+ * no longer holds what the program put there (closed or reused by the
+ * tracer). */
+static int check_fds(int replaced)
 {
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
-			n++;
-	closedir(d);
-	return n;
+	char want[64], path[64], link[256];
+	snprintf(want, sizeof(want), "/proc/%d/maps", (int)getpid());
+	for (int i = 0; i < replaced; i++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", replaced_fd[i]);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			return -1;
+		link[n] = 0;
+		if (strcmp(link, replaced_to[i]) != 0)
+			return -1;
+	}
+	int maps = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		maps += strcmp(link, want) == 0;
+	}
+	return maps;
 }
 
 int main(int argc, char **argv)
@@ -114,7 +132,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < NCO; k++)
 		if (make_coroutine(k) != 0)
 			return 1;
-	int fds = argc > 2 && strcmp(argv[2], "fds") == 0, replaced = 0, before = fds ? count_fds() : 0;
+	int fds = argc > 2 && strcmp(argv[2], "fds") == 0, replaced = 0;
 	for (long r = 0; r < rounds; r++) {
 		if (fds && r == rounds / 2)
 			replaced = replace_maps_fds();
@@ -123,15 +141,7 @@ int main(int argc, char **argv)
 				return 1;
 	}
 	printf("allocations %lu\n", count);
-	if (fds) {
-		/* The replaced descriptors stay open (the program's now); the
-		 * tracer may have opened one more in their place. */
-		int n = count_fds();
-		printf("replaced %d\n", replaced);
-		if (n <= before + 1)
-			printf("fds ok\n");
-		else
-			printf("fds %d (%d before)\n", n, before);
-	}
+	if (fds)
+		printf("replaced %d\nmaps open %d\n", replaced, check_fds(replaced));
 	return 0;
 }
