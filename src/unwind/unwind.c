@@ -292,6 +292,16 @@ static int maps_same(int fd, uint32_t ino)
  */
 static int maps_keep;
 
+/* A new descriptor of /proc/self/maps, or -1. */
+static int maps_open(void)
+{
+	int fd;
+	do
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	return fd;
+}
+
 /* The kept descriptor, checked, or a new one (*ret_close: this call's
  * alone, close it after use); -1 if none can be opened. */
 static int maps_fd(int *ret_close)
@@ -301,10 +311,7 @@ static int maps_fd(int *ret_close)
 	uint64_t w = __atomic_load_n(&maps_word, __ATOMIC_ACQUIRE);
 	if (w != UINT64_MAX && maps_same((int)(uint32_t)w, (uint32_t)(w >> 32)))
 		return (int)(uint32_t)w;
-	int fd;
-	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
+	int fd = maps_open();
 	if (fd < 0)
 		return -1;
 	if (!__atomic_load_n(&maps_keep, __ATOMIC_RELAXED)) {
@@ -342,7 +349,7 @@ __attribute__((constructor)) static void maps_init(void)
 
 /* The readable mapping that holds addr, asked of the kernel
  * (PROCMAP_QUERY): 0 and *ret, 1 none holds it, -1 not answered (an
- * older kernel, or no descriptor). *ret_main as for maps_find(). */
+ * older kernel, or no descriptor). *ret_main as for maps_text(). */
 static int maps_query(uintptr_t addr, struct region *ret, int *ret_main)
 {
 	if (__atomic_load_n(&procmap_query_state, __ATOMIC_RELAXED) < 0)
@@ -358,24 +365,17 @@ static int maps_query(uintptr_t addr, struct region *ret, int *ret_main)
 }
 
 /*
- * The readable mapping of /proc/self/maps that holds addr: 0 and *ret, or
- * -1. *ret_main is 1 if it is the main thread's "[stack]". Asked with
- * PROCMAP_QUERY where the kernel has it; else the text, a character at
- * a time through a small buffer: lines may be longer than any buffer (file
- * names), and the fields needed are at their start.
+ * The readable mapping of /proc/self/maps that holds addr, read from its
+ * text where the kernel does not answer maps_query(): 0 and *ret, or -1.
+ * *ret_main is 1 if it is the main thread's "[stack]". A character at a
+ * time through a small buffer (lines may be longer than any buffer: file
+ * names; the fields needed are at their start), on a descriptor of this
+ * call's own (the read position is its).
  */
-static int maps_find(uintptr_t addr, struct region *ret, int *ret_main)
+static int maps_text(uintptr_t addr, struct region *ret, int *ret_main)
 {
 	static const char tag[] = "[stack]";
-	int q = maps_query(addr, ret, ret_main);
-	if (q >= 0)
-		return q == 0 ? 0 : -1;
-	/* The text, through a descriptor of this call's own: the read
-	 * position is its. */
-	int fd;
-	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
+	int fd = maps_open();
 	if (fd < 0)
 		return -1;
 	char buf[1024];
@@ -471,7 +471,7 @@ RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region 
 			return 0;
 		}
 	}
-	if (q == 0 || (q < 0 && maps_find(sp, &r, &is_main) == 0)) {
+	if (q == 0 || (q < 0 && maps_text(sp, &r, &is_main) == 0)) {
 		uintptr_t tp = thread_pointer();
 		int cache = is_main;
 		if (tp > sp && tp <= r.hi) {

@@ -62,38 +62,47 @@ static __attribute__((noinline)) int make_coroutine(int k)
 	return 0;
 }
 
+/* The file descriptor fd is open on, into link; 0, or -1 if none. */
+static int fd_target(int fd, char *link, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, size - 1);
+	if (n <= 0)
+		return -1;
+	link[n] = 0;
+	return 0;
+}
+
+#define REPLACED_MAX 8
+static int replaced_fd[REPLACED_MAX];
+static char replaced_to[REPLACED_MAX][256];
+
 /*
  * What a program may do to a descriptor it did not open (dup2() over it,
  * closefrom() and open again): each one open on this process's
  * /proc/PID/maps (the tracer keeps one) becomes the parent's maps (where
- * readable), then /dev/null. Returns how many were replaced.
+ * readable), then /dev/null; what it became is kept for check_fds().
+ * Returns how many were replaced.
  */
-static int replaced_fd[8];
-static char replaced_to[8][256];
-
 static int replace_maps_fds(void)
 {
-	char want[64], other[64], path[64], link[256];
+	char want[64], other[64], link[256];
 	snprintf(want, sizeof(want), "/proc/%d/maps", (int)getpid());
 	snprintf(other, sizeof(other), "/proc/%d/maps", (int)getppid());
 	int replaced = 0;
-	for (int fd = 3; fd < 1024; fd++) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = 0;
-		if (strcmp(link, want) != 0)
+	for (int fd = 3; fd < 1024 && replaced < REPLACED_MAX; fd++) {
+		if (fd_target(fd, link, sizeof(link)) < 0 || strcmp(link, want) != 0)
 			continue;
 		int o = open(replaced % 2 ? "/dev/null" : other, O_RDONLY);
 		if (o < 0)
 			o = open("/dev/null", O_RDONLY);
-		if (o < 0 || dup2(o, fd) < 0 || replaced == 8)
+		if (o < 0)
 			continue;
+		int ok = dup2(o, fd) >= 0;
 		close(o);
-		n = readlink(path, replaced_to[replaced], sizeof(replaced_to[0]) - 1);
-		replaced_to[replaced][n > 0 ? n : 0] = 0;
-		replaced_fd[replaced++] = fd;
+		if (ok && fd_target(fd, replaced_to[replaced], sizeof(replaced_to[0])) == 0)
+			replaced_fd[replaced++] = fd;
 	}
 	return replaced;
 }
@@ -103,26 +112,14 @@ static int replace_maps_fds(void)
  * tracer). */
 static int check_fds(int replaced)
 {
-	char want[64], path[64], link[256];
+	char want[64], link[256];
 	snprintf(want, sizeof(want), "/proc/%d/maps", (int)getpid());
-	for (int i = 0; i < replaced; i++) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", replaced_fd[i]);
-		ssize_t n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
+	for (int i = 0; i < replaced; i++)
+		if (fd_target(replaced_fd[i], link, sizeof(link)) < 0 || strcmp(link, replaced_to[i]) != 0)
 			return -1;
-		link[n] = 0;
-		if (strcmp(link, replaced_to[i]) != 0)
-			return -1;
-	}
 	int maps = 0;
-	for (int fd = 3; fd < 1024; fd++) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = 0;
-		maps += strcmp(link, want) == 0;
-	}
+	for (int fd = 3; fd < 1024; fd++)
+		maps += fd_target(fd, link, sizeof(link)) == 0 && strcmp(link, want) == 0;
 	return maps;
 }
 
