@@ -149,8 +149,8 @@ struct ft_memo {
 	 */
 	uint8_t fl[FT_MEMO_MAX];
 	/* The saved rbps that decide later frames (address, value), in step
-	 * order, made when the walk is whole: steps [k, j) restored those of
-	 * [xi[k], xi[j]). */
+	 * order at the top of the arrays, made when the walk is whole: steps
+	 * [k, j) restored those of [xi[k], xi[j]). */
 	uint16_t xi[FT_MEMO_MAX + 1];
 	uintptr_t xa[FT_MEMO_MAX], xv[FT_MEMO_MAX];
 };
@@ -791,17 +791,19 @@ static inline __attribute__((always_inline)) void copy_words(uintptr_t *restrict
 							      uint32_t n)
 {
 	uint32_t k = 0;
-	for (; k + 2 <= n; k += 2) {
-		ft_v2 v;
+	for (; k + 4 <= n; k += 4) {
+		ft_v2 v, u;
 		__builtin_memcpy(&v, from + k, sizeof(v));
+		__builtin_memcpy(&u, from + k + 2, sizeof(u));
 #if defined(__x86_64__)
-		/* Through a register: the compiler would make the loop a
+		/* Through registers: the compiler would make the loop a
 		 * call to memmove again. */
-		__asm__("" : "+x"(v));
+		__asm__("" : "+x"(v), "+x"(u));
 #endif
 		__builtin_memcpy(to + k, &v, sizeof(v));
+		__builtin_memcpy(to + k + 2, &u, sizeof(u));
 	}
-	if (k < n)
+	for (; k < n; k++)
 		to[k] = from[k];
 }
 
@@ -834,13 +836,47 @@ static inline uint32_t memo_span(const struct ft_memo *m, uint32_t mp, uint32_t 
 RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
 										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
-	uintptr_t diff = 0;
+	uintptr_t diff = 0, d1 = 0;
 	for (uint32_t i = m->xi[from], end = m->xi[to]; i < end; i++)
 		diff |= *(const uintptr_t *)m->xa[i] ^ m->xv[i];
 	const uintptr_t *sp = m->sp + 1, *ip = m->ip + 1;
-	for (uint32_t k = from, rd = memo_read_end(m, to); k < rd; k++)
+	uint32_t k = from;
+	const uint32_t rd = memo_read_end(m, to);
+	/* Four words a round, two chains: the loop's own compare and branch
+	 * were a third of its instructions. */
+	for (; k + 4 <= rd; k += 4) {
+		diff |= (*(const uintptr_t *)(sp[k] - 8) ^ ip[k]) | (*(const uintptr_t *)(sp[k + 1] - 8) ^ ip[k + 1]);
+		d1 |= (*(const uintptr_t *)(sp[k + 2] - 8) ^ ip[k + 2]) | (*(const uintptr_t *)(sp[k + 3] - 8) ^ ip[k + 3]);
+	}
+	for (; k < rd; k++)
 		diff |= *(const uintptr_t *)(sp[k] - 8) ^ ip[k];
-	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
+	return diff | d1 ? memo_first_diff(m, from, to, lo, hi) : to;
+}
+
+/*
+ * The last full walk started at this state, with the same skip and max,
+ * and every word it read (those of the skipped frames too) still holds:
+ * its frames are this walk's, and so is its note. The case of a capture
+ * repeated at one place (a tracepoint in a loop, an allocation site
+ * called again): no step, nothing recorded. As the match in ft_walk's
+ * loop, which it shortens: a memo that ended at max gives at most its
+ * frames, one that ended by itself all of them. Returns the frames put
+ * in ips, 0 if the memo does not give them. Out of line: inside ft_walk
+ * its loops ran short of registers (the check's sum kept in memory).
+ */
+RT_NO_SANITIZE static __attribute__((noinline)) int memo_repeat(const struct ft_memo *old, uintptr_t *ips, int max,
+								 int skip0, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+								 uintptr_t lo, uintptr_t hi)
+{
+	if (old->ip[0] != ip || old->sp[0] != sp || (old->bp[0] != bp && (old->fl[0] & FT_BPDEP)) ||
+	    old->skip0 != skip0 || old->max0 != max || old->n <= (uint32_t)skip0)
+		return 0;
+	/* This frame (memo position skip0), then what follows. */
+	uint32_t take, to;
+	if (!memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to) || memo_check(old, 0, to, lo, hi) != to)
+		return 0;
+	copy_words(ips, &old->ip[skip0], take + 1);
+	return (int)take + 1;
 }
 
 /*
@@ -962,8 +998,6 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		}
 	}
 	lo = cur_sp;
-	uintptr_t sig, clo, chi;
-	rt_sigreturn_hint(&sig, &clo, &chi);
 	/*
 	 * Frames of ours, all built with frame pointers, are passed by them:
 	 * the caller's first `own` ones (the capture's own functions), then
@@ -1009,37 +1043,21 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		old = &sl->mem->memo[sl->cur];
 		if (old->n == 0 || old->gen != g || old->hi != hi)
 			old = NULL;
-		/*
-		 * The last full walk started here, with the same skip and
-		 * max, and every word it read (those of the skipped frames
-		 * too) still holds: its frames are this walk's, and so is
-		 * its note. The case of a capture repeated at one place
-		 * (a tracepoint in a loop, an allocation site called again):
-		 * no step, nothing recorded. As the match in the loop below,
-		 * which it shortens: a memo that ended at max gives at most
-		 * its frames, one that ended by itself all of them.
-		 */
-		if (old && old->ip[0] == ip && old->sp[0] == sp && (old->bp[0] == bp || !(old->fl[0] & FT_BPDEP)) &&
-		    old->skip0 == skip0 && old->max0 == max && old->n > (uint32_t)skip0) {
-			/* This frame (memo position skip0), then what follows. */
-			uint32_t take, to;
-			if (memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to) &&
-			    memo_check(old, 0, to, lo, hi) == to) {
-				/* The exit of `out` below for this case alone: a
-				 * capture, fast, noted, its frames from the memo,
-				 * counted as a repeat (rt_unwind_get_stats()). */
-				copy_words(ips, &old->ip[skip0], take + 1);
-				n = (int)take + 1;
-				ret_note->cell = old->note;
-				ret_note->seq = old->seq;
-				CNT_ADD(cn->repeats, 1);
-				CNT_ADD(cn->rep_frames, (uint64_t)n);
-				sl->ip0 = first_ip;
-				sl->sp0 = first_sp;
-				/* Pairs as the release store at the end. */
-				__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
-				return n;
-			}
+		/* The same capture as the last full walk (memo_repeat()). */
+		int got = old ? memo_repeat(old, ips, max, skip0, ip, sp, bp, lo, hi) : 0;
+		if (got) {
+			/* The exit of `out` below for this case alone: a
+			 * capture, fast, noted, its frames from the memo,
+			 * counted as a repeat (rt_unwind_get_stats()). */
+			ret_note->cell = old->note;
+			ret_note->seq = old->seq;
+			CNT_ADD(cn->repeats, 1);
+			CNT_ADD(cn->rep_frames, (uint64_t)got);
+			sl->ip0 = first_ip;
+			sl->sp0 = first_sp;
+			/* Pairs as the release store at the end. */
+			__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
+			return got;
 		}
 		rec = &sl->mem->memo[sl->cur ^ 1];
 		/* Its note's words are void from now on. */
@@ -1050,6 +1068,8 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	}
 	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
+	uintptr_t sig, clo, chi;
+	rt_sigreturn_hint(&sig, &clo, &chi);
 	for (;; pos++) {
 		if (rec) {
 			if (pos >= FT_MEMO_MAX) {
@@ -1257,24 +1277,30 @@ out:
 		/* A full walk: the memo of the next captures. */
 		rec->n = pos + 1;
 		rec->complete = (uint32_t)complete;
-		/* Backwards: which frames' rest depends on rbp. A walk cut at
-		 * max may go on from its last frame: that one does. */
+		/*
+		 * Backwards, in one pass: which frames' rest depends on rbp
+		 * (a walk cut at max may go on from its last frame: that one
+		 * does), and the saved rbps that matter. Before step k's
+		 * update, dep is memo_rbp_matters(rec, k): frame k + 1's flag,
+		 * or !complete after the last. The words fill xa and xv from
+		 * their top down, so that they lie in step order and xi[k]
+		 * is where the words of steps k and after begin.
+		 */
 		rec->end_read = (uint32_t)end_read;
 		int dep = !complete;
+		uint32_t w = FT_MEMO_MAX;
+		rec->xi[pos + 1] = (uint16_t)w;
 		for (uint32_t k = pos + 1; k-- > 0;) {
 			uint8_t f = rec->fl[k];
+			if ((f & FT_SAVED) && dep) {
+				w--;
+				rec->xa[w] = rec->sp[k + 1] + (uintptr_t)(intptr_t)rec->boff[k];
+				rec->xv[w] = rec->bp[k + 1];
+			}
+			rec->xi[k] = (uint16_t)w;
 			dep = (f & FT_CFA_RBP) || (!(f & FT_SAVED) && dep);
 			rec->fl[k] = (uint8_t)(dep ? f | FT_BPDEP : f & ~FT_BPDEP);
 		}
-		uint32_t w = 0;
-		for (uint32_t k = 0; k <= pos; k++) {
-			rec->xi[k] = (uint16_t)w;
-			if ((rec->fl[k] & FT_SAVED) && memo_rbp_matters(rec, k)) {
-				rec->xa[w] = rec->sp[k + 1] + (uintptr_t)(intptr_t)rec->boff[k];
-				rec->xv[w++] = rec->bp[k + 1];
-			}
-		}
-		rec->xi[pos + 1] = (uint16_t)w;
 		rec->gen = g;
 		rec->hi = hi;
 		sl->cur ^= 1;
