@@ -831,10 +831,11 @@ static inline uint32_t memo_span(const struct ft_memo *m, uint32_t mp, uint32_t 
  * step from the matched state on lie between that state's CFA (this
  * walk's sp, at or above its lo) and hi, where they were read (and
  * checked) when the memo was recorded on the same stack: inside the
- * mapping of the stack that holds the current stack pointer.
+ * mapping of the stack that holds the current stack pointer. The words'
+ * differences or'ed: 0 when all hold. Out of line: inside the walk its
+ * loop ran short of registers (the sum kept in memory).
  */
-RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
-										       uint32_t to, uintptr_t lo, uintptr_t hi)
+RT_NO_SANITIZE static __attribute__((noinline)) uintptr_t memo_diff(const struct ft_memo *m, uint32_t from, uint32_t to)
 {
 	uintptr_t diff = 0, d1 = 0;
 	for (uint32_t i = m->xi[from], end = m->xi[to]; i < end; i++)
@@ -850,7 +851,23 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
 	}
 	for (; k < rd; k++)
 		diff |= *(const uintptr_t *)(sp[k] - 8) ^ ip[k];
-	return diff | d1 ? memo_first_diff(m, from, to, lo, hi) : to;
+	return diff | d1;
+}
+
+RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
+										       uint32_t to, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t diff;
+	if (to - from <= 4 && m->xi[from] == m->xi[to]) {
+		/* A short one (an allocation site a few frames deep) costs
+		 * less than the call. */
+		diff = 0;
+		for (uint32_t k = from, rd = memo_read_end(m, to); k < rd; k++)
+			diff |= *(const uintptr_t *)(m->sp[k + 1] - 8) ^ m->ip[k + 1];
+	} else {
+		diff = memo_diff(m, from, to);
+	}
+	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
 /*
@@ -861,12 +878,11 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(
  * called again): no step, nothing recorded. As the match in ft_walk's
  * loop, which it shortens: a memo that ended at max gives at most its
  * frames, one that ended by itself all of them. Returns the frames put
- * in ips, 0 if the memo does not give them. Out of line: inside ft_walk
- * its loops ran short of registers (the check's sum kept in memory).
+ * in ips, 0 if the memo does not give them.
  */
-RT_NO_SANITIZE static __attribute__((noinline)) int memo_repeat(const struct ft_memo *old, uintptr_t *ips, int max,
-								 int skip0, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-								 uintptr_t lo, uintptr_t hi)
+RT_NO_SANITIZE static inline __attribute__((always_inline)) int memo_repeat(const struct ft_memo *old, uintptr_t *ips,
+										       int max, int skip0, uintptr_t ip, uintptr_t sp,
+										       uintptr_t bp, uintptr_t lo, uintptr_t hi)
 {
 	if (old->ip[0] != ip || old->sp[0] != sp || (old->bp[0] != bp && (old->fl[0] & FT_BPDEP)) ||
 	    old->skip0 != skip0 || old->max0 != max || old->n <= (uint32_t)skip0)
