@@ -1129,6 +1129,100 @@ static void test_zero_return_address(void **state)
 	assert_int_equal(b.mismatches, 0);
 	assert_int_equal(b.fb_no_fde + b.fb_bad_cfi + b.fb_stack, a.fb_no_fde + a.fb_bad_cfi + a.fb_stack);
 }
+
+/*
+ * A saved rbp that decides the frames above it: rt_test_fp_outer(frame,
+ * fn) keeps rbp pointing at `frame` (its CFI: CFA = rbp + 16, the caller's
+ * return address at frame[1]) and calls rt_test_fp_saver, which saves
+ * that rbp (push) and calls fn. Two captures from the same place differ
+ * only in the saved word: the return addresses on the stack are the same,
+ * the frame after rt_test_fp_outer is frame[1]. rt_test_end_fn2 ends a
+ * stack as rt_test_end_fn does, at another address.
+ */
+__asm__(".text\n"
+	".type rt_test_fp_saver, @function\n"
+	"rt_test_fp_saver:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call *%rsi\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_fp_saver, .-rt_test_fp_saver\n"
+	".type rt_test_fp_outer, @function\n"
+	"rt_test_fp_outer:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	"movq %rdi, %rbp\n"
+	".cfi_def_cfa %rbp, 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call rt_test_fp_saver\n"
+	".cfi_def_cfa %rsp, 16\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_fp_outer, .-rt_test_fp_outer\n"
+	".type rt_test_end_fn2, @function\n"
+	"rt_test_end_fn2:\n"
+	".cfi_startproc\n"
+	".cfi_undefined rip\n"
+	"nop\n"
+	"nop\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_end_fn2, .-rt_test_end_fn2\n");
+void rt_test_fp_outer(uintptr_t *frame, void (*fn)(void));
+void rt_test_end_fn2(void);
+
+#define FP_ROUNDS 12
+
+/* One call site for every round; the frames lie in this function's
+ * frame, above the walk's (a frame outside the stack would fall back). */
+__attribute__((noinline)) static void fp_rounds(const int *which, int rounds, int *n, uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
+{
+	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn2 + 1 } };
+	for (int i = 0; i < rounds; i++) {
+		rt_test_fp_outer(frames[which[i]], capture_two_ways);
+		__asm__ volatile("" ::: "memory");
+		/* (Frame 0: two call sites.) */
+		assert_int_equal(two_n[0], two_n[1]);
+		assert_memory_equal(two_ips[0] + 1, two_ips[1] + 1, (size_t)(two_n[0] - 1) * sizeof(uintptr_t));
+		n[i] = two_n[0];
+		memcpy(ips[i], two_ips[0], sizeof(two_ips[0]));
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+static void test_rbp_decides(void **state)
+{
+	(void)state;
+	static uintptr_t ips[FP_ROUNDS][RT_UNWIND_MAX_DEPTH];
+	int n[FP_ROUNDS];
+	/* Each frame twice: the second a repeat, the first a memo whose
+	 * return addresses all hold and whose saved rbp does not. */
+	const int which[FP_ROUNDS] = { 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1 };
+	struct rt_unwind_stats a, b;
+	assert_int_equal(rt_unwind_get_stats(&a), 0);
+	fp_rounds(which, FP_ROUNDS, n, ips);
+	assert_int_equal(rt_unwind_get_stats(&b), 0);
+	const uintptr_t end[2] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn2 + 1 };
+	for (int i = 0; i < FP_ROUNDS; i++) {
+		/* capture_two_ways, rt_test_fp_saver, rt_test_fp_outer, the
+		 * frame's return address, which ends the stack. */
+		assert_int_equal(n[i], 4);
+		assert_true(ips[i][3] == end[which[i]]);
+		assert_memory_equal(ips[i], ips[0], 3 * sizeof(uintptr_t));
+	}
+	assert_true(b.repeats - a.repeats >= FP_ROUNDS / 2 - 1);
+	assert_true(b.verified - a.verified >= FP_ROUNDS);
+	assert_int_equal(b.mismatches, 0);
+	assert_int_equal(b.fb_no_fde + b.fb_bad_cfi + b.fb_stack, a.fb_no_fde + a.fb_bad_cfi + a.fb_stack);
+}
 #endif
 
 int main(void)
@@ -1154,6 +1248,7 @@ int main(void)
 #if defined(__x86_64__)
 		cmocka_unit_test(test_rbp_plain_register),
 		cmocka_unit_test(test_zero_return_address),
+		cmocka_unit_test(test_rbp_decides),
 #endif
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
