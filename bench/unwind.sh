@@ -25,7 +25,7 @@ if ! "$CC" $FLAGS -fomit-frame-pointer -DBENCH_NOFP_CHAIN -c -o "$OUT/bench_unwi
 		"$ROOT/bench/bench_unwind.c" ||
 	! "$CC" $FLAGS -fno-omit-frame-pointer -o "$OUT/bench_unwind" "$ROOT/bench/bench_unwind.c" \
 		"$ROOT/src/unwind/unwind.c" "$ROOT/src/unwind/fast.c" "$ROOT/src/unwind/cfi.c" \
-		"$ROOT/src/unwind/startup.c" \
+		"$ROOT/src/unwind/startup.c" "$ROOT/src/unwind/stackrange.c" \
 		"$OUT/bench_unwind_nofp.o" -ldl -lpthread; then
 	echo "bench: cannot build bench_unwind" >&2
 	exit 1

@@ -3,7 +3,7 @@
 # Inside the traced program: the unwinders and the snapshot of loaded
 # objects. libunwind is dlopen'ed at run time (src/unwind/unwind.c says
 # why), so the library needs only its headers at build time, and -ldl.
-LIB_SRC  += src/unwind/unwind.c src/unwind/startup.c src/unwind/fast.c src/unwind/cfi.c src/sym/maps.c src/stackmap/maplog.c
+LIB_SRC  += src/unwind/unwind.c src/unwind/stackrange.c src/unwind/startup.c src/unwind/fast.c src/unwind/cfi.c src/sym/maps.c src/stackmap/maplog.c
 LIB_LIBS += -ldl
 # In the command: offline symbolisation with libdw, C++ names demangled by
 # libstdc++.

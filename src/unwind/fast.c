@@ -11,7 +11,7 @@
  *  - ft_walk(): any thread, any context (malloc hooks, signal handlers
  *    that interrupted anything, a handler interrupting a capture). No
  *    lock, no malloc; mmap once per slot for its cache. Every stack read
- *    is checked against the stack range of the thread (unwind.c).
+ *    is checked against the stack range of the thread (stackrange.c).
  *  - rt_unwind_refresh(): normal context only (init, after dlclose, or a
  *    capture that found an address in no listed object, outside signal
  *    handlers): lists the loaded objects with dl_iterate_phdr and builds

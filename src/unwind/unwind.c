@@ -14,17 +14,9 @@
  * frame pointer is checked before the 16 bytes are read: aligned to 8,
  * strictly above the previous one (so the walk ends), at or above the
  * current stack pointer and 16 bytes below the top of the mapping that
- * holds the stack pointer. That top comes, once per thread, from
- * /proc/self/maps read with open/read/close (async-signal-safe system
- * calls, no stdio, no malloc) and is cached in initial-exec TLS (no
- * __tls_get_addr, which may allocate). For a thread stack made by glibc
- * the thread pointer is at the top of the stack's block, so the range is
- * clipped to it: a neighbouring mapping merged into the same VMA and
- * unmapped later can never be read. A stack range that is neither the
- * main "[stack]" nor holds the thread pointer (a coroutine stack) is not
- * cached, since it may be freed; the sigaltstack is asked of the kernel
- * (one sigaltstack() call). When /proc is unreadable, the walk stays in
- * the page of the stack pointer (always mapped). A return address equal to
+ * holds the stack pointer (stackrange.c: asked of the kernel once per
+ * thread and kept, or on every capture for a coroutine's stack; the page
+ * of the stack pointer when nothing answers). A return address equal to
  * glibc's sigreturn trampoline (recognised by its 9 bytes inside libc's
  * text, learnt at init) means the next 8 bytes start the kernel's
  * ucontext: the walk reports the interrupted rip and continues from the
@@ -91,7 +83,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -100,8 +91,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
 
@@ -128,10 +117,6 @@
 #define region rt_region
 
 struct unwind_tls {
-	struct region reg[2];        /* cached stack ranges */
-	uint32_t valid;              /* bit i: reg[i] may be used */
-	uint32_t next;               /* slot the next cached range replaces */
-	uint32_t updating;           /* an update of reg[] runs (a nested handler leaves it alone) */
 	uint32_t busy;               /* a libunwind capture runs on this thread */
 	uint32_t lu_ready;           /* libunwind's TLS block is allocated in this thread */
 };
@@ -158,353 +143,10 @@ static struct {
 
 static unw_dyn_info_t lu_tables[RT_UNWIND_MAX_TABLES];
 
-static inline uintptr_t thread_pointer(void)
-{
-#if defined(__x86_64__)
-	uintptr_t tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return tp;
-#else
-	return 0;
-#endif
-}
-
 static inline int bad_code_address(uintptr_t a)
 {
 	/* The first page is never code; the upper half is the kernel's. */
 	return a < 4096 || (intptr_t)a < 0;
-}
-
-/* ---- stack ranges ----------------------------------------------------------- */
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/*
- * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): the mapping that
- * covers an address, asked of an open /proc/self/maps instead of reading
- * its text, which the kernel formats for every mapping of the process.
- * For captures on coroutines' stacks (ranges that are not cached):
- * `ringtrace record --mem --stacks -o D -- build/tests/unwind/uw_coro
- * 10000` took 5.0 s with the text, 2.0 s with this (AMD EPYC VM, Linux
- * 6.18). The layout is the kernel's ABI, 104 bytes.
- */
-struct rt_procmap_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define RT_PROCMAP_QUERY        _IOWR('f', 17, struct rt_procmap_query)
-#define RT_PROCMAP_VMA_READABLE 0x01ull /* query_flags: a readable mapping only */
-
-/* 0 not known yet, 1 the kernel answers, -1 it does not (older kernel):
- * the text then. Relaxed: any thread may find out, the answer is all. */
-static int procmap_query_state;
-
-void rt_maps_text_only(int on)
-{
-	__atomic_store_n(&procmap_query_state, on ? -1 : 0, __ATOMIC_RELAXED);
-}
-
-/* 0 and *ret (readable mapping), 1 none readable covers addr, -1 not
- * answered (read the text). */
-static int procmap_find(int fd, uintptr_t addr, struct region *ret, int *ret_main)
-{
-	if (__atomic_load_n(&procmap_query_state, __ATOMIC_RELAXED) < 0)
-		return -1;
-	char name[16];
-	struct rt_procmap_query q;
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_flags = RT_PROCMAP_VMA_READABLE;
-	q.query_addr = addr;
-	q.vma_name_size = sizeof(name);
-	q.vma_name_addr = (uintptr_t)name;
-	int r = ioctl(fd, RT_PROCMAP_QUERY, &q);
-	if (r < 0 && errno == ENAMETOOLONG) {
-		/* A file's mapping: not "[stack]"; the range alone. */
-		q.vma_name_size = 0;
-		q.vma_name_addr = 0;
-		r = ioctl(fd, RT_PROCMAP_QUERY, &q);
-	}
-	if (r < 0) {
-		if (errno == ENOENT) {
-			__atomic_store_n(&procmap_query_state, 1, __ATOMIC_RELAXED);
-			return 1;
-		}
-		if (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP)
-			__atomic_store_n(&procmap_query_state, -1, __ATOMIC_RELAXED);
-		return -1;
-	}
-	__atomic_store_n(&procmap_query_state, 1, __ATOMIC_RELAXED);
-	if (q.vma_start > addr || addr >= q.vma_end)
-		return -1;           /* not what was asked: the text decides */
-	ret->lo = (uintptr_t)q.vma_start;
-	ret->hi = (uintptr_t)q.vma_end;
-	*ret_main = q.vma_name_size == sizeof("[stack]") && memcmp(name, "[stack]", sizeof("[stack]")) == 0;
-	return 0;
-}
-
-/*
- * The descriptor PROCMAP_QUERY is asked through, kept open: opening
- * /proc/self/maps costs several times the query, and a capture on a
- * coroutine's stack asks once per capture. `ringtrace record --mem
- * --stacks -o D -- build/tests/unwind/uw_coro 10000` (400 k captures on
- * makecontext stacks): 2.2 s opening it each time, 0.64 s kept (AMD EPYC
- * VM, Linux 6.18; the program alone 0.03 s).
- *
- * One word, fd | (inode & 0xffffffff) << 32, so that a descriptor and
- * what it must be are read together (all ones: none). The program may
- * close that number or reuse it for another file at any time
- * (closefrom(), dup2()): before each use, fstat says whether it is still
- * the file opened here (procfs's device and the inode), else it is
- * forgotten, never closed (it is the program's now), and another one
- * opened. Between that fstat and the query the program could still put
- * another process's maps on the number (a thread of its own doing it in
- * that window): not guarded against. A fork's child would ask about its
- * parent's address space through it: the child forgets it
- * (maps_forget()). Open, fstat and ioctl are async-signal-safe; of two
- * callers opening at once one keeps its descriptor (CAS), the other
- * closes its own after use.
- */
-static uint64_t maps_word = UINT64_MAX;
-static uint64_t maps_dev;            /* procfs's st_dev, set with the first descriptor */
-
-static int maps_same(int fd, uint32_t ino)
-{
-	struct stat st;
-	return fstat(fd, &st) == 0 && (uint32_t)st.st_ino == ino &&
-	       (uint64_t)st.st_dev == __atomic_load_n(&maps_dev, __ATOMIC_RELAXED);
-}
-
-/*
- * Kept only once a range that cannot be cached was asked for (a stack
- * not a thread's own: a coroutine's), so that a program that captures
- * only on its threads' stacks, asked once per thread, holds no
- * descriptor of ours. Relaxed: a hint.
- */
-static int maps_keep;
-
-/* A new descriptor of /proc/self/maps, or -1. */
-static int maps_open(void)
-{
-	int fd;
-	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	return fd;
-}
-
-/* The kept descriptor, checked, or a new one (*ret_close: this call's
- * alone, close it after use); -1 if none can be opened. */
-static int maps_fd(int *ret_close)
-{
-	*ret_close = 0;
-	/* Acquire, partner: the release CAS below (maps_dev before it). */
-	uint64_t w = __atomic_load_n(&maps_word, __ATOMIC_ACQUIRE);
-	if (w != UINT64_MAX && maps_same((int)(uint32_t)w, (uint32_t)(w >> 32)))
-		return (int)(uint32_t)w;
-	int fd = maps_open();
-	if (fd < 0)
-		return -1;
-	if (!__atomic_load_n(&maps_keep, __ATOMIC_RELAXED)) {
-		*ret_close = 1;
-		return fd;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		close(fd);
-		return -1;
-	}
-	__atomic_store_n(&maps_dev, (uint64_t)st.st_dev, __ATOMIC_RELAXED);
-	uint64_t mine = (uint64_t)(uint32_t)fd | (uint64_t)(uint32_t)st.st_ino << 32;
-	/* Release, partner: the acquire load above. A lost race keeps the
-	 * winner's descriptor; this one serves this call only. */
-	if (!__atomic_compare_exchange_n(&maps_word, &w, mine, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		*ret_close = 1;
-	return fd;
-}
-
-/* In a fork's child (pthread_atfork, registered by the constructor below,
- * in normal context): the kept descriptor describes the parent. Closed
- * if it is still the one opened (inherited, so this process's). */
-static void maps_forget(void)
-{
-	uint64_t w = __atomic_exchange_n(&maps_word, UINT64_MAX, __ATOMIC_RELAXED);
-	if (w != UINT64_MAX && maps_same((int)(uint32_t)w, (uint32_t)(w >> 32)))
-		close((int)(uint32_t)w);
-}
-
-__attribute__((constructor)) static void maps_init(void)
-{
-	pthread_atfork(NULL, NULL, maps_forget);
-}
-
-/* The readable mapping that holds addr, asked of the kernel
- * (PROCMAP_QUERY): 0 and *ret, 1 none holds it, -1 not answered (an
- * older kernel, or no descriptor). *ret_main as for maps_text(). */
-static int maps_query(uintptr_t addr, struct region *ret, int *ret_main)
-{
-	if (__atomic_load_n(&procmap_query_state, __ATOMIC_RELAXED) < 0)
-		return -1;
-	int own;
-	int fd = maps_fd(&own);
-	if (fd < 0)
-		return -1;
-	int q = procmap_find(fd, addr, ret, ret_main);
-	if (own)
-		close(fd);
-	return q;
-}
-
-/*
- * The readable mapping of /proc/self/maps that holds addr, read from its
- * text where the kernel does not answer maps_query(): 0 and *ret, or -1.
- * *ret_main is 1 if it is the main thread's "[stack]". A character at a
- * time through a small buffer (lines may be longer than any buffer: file
- * names; the fields needed are at their start), on a descriptor of this
- * call's own (the read position is its).
- */
-static int maps_text(uintptr_t addr, struct region *ret, int *ret_main)
-{
-	static const char tag[] = "[stack]";
-	int fd = maps_open();
-	if (fd < 0)
-		return -1;
-	char buf[1024];
-	uintptr_t lo = 0, hi = 0;
-	int field = 0, col = 0, readable = 0, tagpos = 0, found = -1, done = 0;
-	while (!done) {
-		ssize_t r = read(fd, buf, sizeof(buf));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		for (ssize_t i = 0; i < r && !done; i++) {
-			char c = buf[i];
-			if (c == '\n') {
-				if (field >= 2 && lo <= addr && addr < hi && readable) {
-					ret->lo = lo;
-					ret->hi = hi;
-					*ret_main = tagpos == (int)sizeof(tag) - 1;
-					found = 0;
-					done = 1;
-				} else if (field >= 1 && lo > addr) {
-					done = 1;    /* sorted by address: passed it */
-				}
-				lo = hi = 0;
-				field = col = readable = tagpos = 0;
-				continue;
-			}
-			switch (field) {
-			case 0:
-				if (c == '-')
-					field = 1;
-				else if (hexval(c) >= 0)
-					lo = lo << 4 | (uintptr_t)hexval(c);
-				break;
-			case 1:
-				if (c == ' ')
-					field = 2;
-				else if (hexval(c) >= 0)
-					hi = hi << 4 | (uintptr_t)hexval(c);
-				break;
-			case 2:
-				if (col++ == 0)
-					readable = c == 'r';
-				if (c == ' ')
-					field = 3;
-				break;
-			default:
-				if (tagpos < (int)sizeof(tag) - 1) {
-					if (c == tag[tagpos])
-						tagpos++;
-					else
-						tagpos = c == tag[0];
-				}
-				break;
-			}
-		}
-	}
-	close(fd);
-	return found;
-}
-
-/*
- * The range that holds sp: from the cache, the sigaltstack, or
- * /proc/self/maps. `current` says sp is this thread's stack pointer now,
- * so its own page is known to be mapped (the last resort); an sp taken
- * from a signal frame has no such guarantee. Returns 1 for a range this
- * thread keeps for its life (its own stack, cached), 0 for one valid now
- * only, -1 when none is known.
- */
-RT_NO_SANITIZE static int stack_region(uintptr_t sp, int current, struct region *ret)
-{
-	struct unwind_tls *t = &rt_tls;
-	for (int i = 0; i < 2; i++) {
-		if ((t->valid >> i & 1) && t->reg[i].lo <= sp && sp < t->reg[i].hi) {
-			*ret = t->reg[i];
-			return 1;
-		}
-	}
-	struct region r;
-	int is_main = 0;
-	/* Where the kernel answers, its answer alone (one system call on the
-	 * kept descriptor, and one fstat: a capture on a coroutine's stack
-	 * comes here every time): a handler's alternate stack lies in a
-	 * readable mapping too. Else the alternate stack first, cheaper than
-	 * the text. */
-	int q = maps_query(sp, &r, &is_main);
-	stack_t ss;
-	if (q < 0 && sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
-		uintptr_t lo = (uintptr_t)ss.ss_sp;
-		if (sp >= lo && sp - lo < ss.ss_size) {
-			ret->lo = lo;
-			ret->hi = lo + ss.ss_size;
-			return 0;
-		}
-	}
-	if (q == 0 || (q < 0 && maps_text(sp, &r, &is_main) == 0)) {
-		uintptr_t tp = thread_pointer();
-		int cache = is_main;
-		if (tp > sp && tp <= r.hi) {
-			r.hi = tp;           /* glibc puts the thread's TCB at its stack's top */
-			cache = 1;
-		}
-		if (cache && !t->updating) {
-			t->updating = 1;
-			SIGFENCE();
-			uint32_t slot = t->next++ & 1;
-			t->valid &= ~(1u << slot);
-			SIGFENCE();
-			t->reg[slot] = r;
-			SIGFENCE();
-			t->valid |= 1u << slot;
-			SIGFENCE();
-			t->updating = 0;
-		}
-		if (!cache && q == 0)
-			__atomic_store_n(&maps_keep, 1, __ATOMIC_RELAXED);
-		*ret = r;
-		return cache;
-	}
-	if (!current)
-		return -1;
-	ret->lo = sp & ~(uintptr_t)4095;
-	ret->hi = ret->lo + 4096;
-	return 0;
-}
-
-int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret)
-{
-	return stack_region(sp, current, ret);
 }
 
 /* ---- the frame-pointer walk ----------------------------------------------- */
@@ -549,7 +191,7 @@ RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restric
 				 int skip)
 {
 	struct region r;
-	stack_region(sp, 1, &r);
+	rt_stack_region(sp, 1, &r);
 	/* A frame at fp is read whole: lo <= fp <= top. */
 	uintptr_t lo = sp, top = r.hi - 16;
 	if (r.hi < sp + 16)
@@ -593,7 +235,7 @@ RT_NO_SANITIZE static int fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *restric
 				skip--;
 			else
 				ips[n++] = ip;
-			if (stack_region(isp, 0, &r) < 0 || r.hi < isp + 16)
+			if (rt_stack_region(isp, 0, &r) < 0 || r.hi < isp + 16)
 				break;
 			lo = isp;
 			top = r.hi - 16;
@@ -921,7 +563,7 @@ static int lu_load(void)
 	void *tls = NULL;
 	if (dlinfo(h, RTLD_DI_TLS_DATA, &tls) != 0)
 		tls = NULL;
-	uintptr_t tp = thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	int static_tls = tls && (uintptr_t)tls < tp && tp - (uintptr_t)tls < ((uintptr_t)1 << 20);
 
 	__typeof__(&unw_backtrace) bt = (__typeof__(&unw_backtrace))dlsym(h, "unw_backtrace");
@@ -970,7 +612,7 @@ int rt_unwind_init(void)
 		dl_iterate_phdr(libc_cb, NULL);
 		/* Cache this thread's stack range outside any handler. */
 		struct region r;
-		stack_region((uintptr_t)__builtin_frame_address(0), 1, &r);
+		rt_stack_region((uintptr_t)__builtin_frame_address(0), 1, &r);
 		init_result = lu_load();
 		/* The tables work without libunwind (their fallback then
 		 * answers -ENOSYS, and the caller walks frame pointers). */
@@ -1000,7 +642,7 @@ int rt_unwind_thread_init(void)
 	rt_tls.busy = 0;
 	rt_tls.lu_ready = 1;
 	struct region r;
-	stack_region((uintptr_t)__builtin_frame_address(0), 1, &r);
+	rt_stack_region((uintptr_t)__builtin_frame_address(0), 1, &r);
 	errno = saved_errno;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * unwind_int.h - what unwind.c (the FP walk, libunwind, the dispatch) and
- * fast.c (the table walk) share inside src/unwind. Not for other modules.
+ * unwind_int.h - what unwind.c (the FP walk, libunwind, the dispatch),
+ * fast.c (the table walk) and stackrange.c (the stacks' ranges) share
+ * inside src/unwind. Not for other modules.
  */
 #ifndef RINGTRACE_UNWIND_INT_H
 #define RINGTRACE_UNWIND_INT_H
@@ -11,17 +12,33 @@
 
 #define RT_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
+struct rt_unwind_note;               /* unwind.h */
+
 struct rt_region {
 	uintptr_t lo, hi;
 };
 
-/* unwind.c: the stack range that holds sp (cached per thread), see there.
- * `current`: sp is this thread's stack pointer now. 0 or -1. */
+/* stackrange.c: the stack range that holds sp (a thread's own cached),
+ * see there. `current`: sp is this thread's stack pointer now. 1 for a
+ * range kept for the thread's life, 0 for one valid now only, -1 none. */
 int rt_stack_region(uintptr_t sp, int current, struct rt_region *ret);
-/* unwind.c, for tests: 1 makes rt_stack_region() read /proc/self/maps as
- * text even where the kernel answers PROCMAP_QUERY; 0 asks the kernel
+/* stackrange.c, for tests: 1 makes rt_stack_region() read /proc/self/maps
+ * as text even where the kernel answers PROCMAP_QUERY; 0 asks the kernel
  * again. */
 void rt_maps_text_only(int on);
+
+/* This thread's pointer (%fs:0 on x86-64: glibc's TCB, at the top of a
+ * thread's stack block; 0 elsewhere). */
+static inline uintptr_t rt_thread_pointer(void)
+{
+#if defined(__x86_64__)
+	uintptr_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+#else
+	return 0;
+#endif
+}
 
 /* unwind.c: 1 if ra is glibc's sigreturn trampoline (learnt on first
  * sight, by its bytes, inside libc's text only). */
