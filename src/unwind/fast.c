@@ -791,19 +791,17 @@ static inline __attribute__((always_inline)) void copy_words(uintptr_t *restrict
 							      uint32_t n)
 {
 	uint32_t k = 0;
-	for (; k + 4 <= n; k += 4) {
-		ft_v2 v, u;
+	for (; k + 2 <= n; k += 2) {
+		ft_v2 v;
 		__builtin_memcpy(&v, from + k, sizeof(v));
-		__builtin_memcpy(&u, from + k + 2, sizeof(u));
 #if defined(__x86_64__)
-		/* Through registers: the compiler would make the loop a
+		/* Through a register: the compiler would make the loop a
 		 * call to memmove again. */
-		__asm__("" : "+x"(v), "+x"(u));
+		__asm__("" : "+x"(v));
 #endif
 		__builtin_memcpy(to + k, &v, sizeof(v));
-		__builtin_memcpy(to + k + 2, &u, sizeof(u));
 	}
-	for (; k < n; k++)
+	if (k < n)
 		to[k] = from[k];
 }
 
@@ -831,42 +829,35 @@ static inline uint32_t memo_span(const struct ft_memo *m, uint32_t mp, uint32_t 
  * step from the matched state on lie between that state's CFA (this
  * walk's sp, at or above its lo) and hi, where they were read (and
  * checked) when the memo was recorded on the same stack: inside the
- * mapping of the stack that holds the current stack pointer. The words'
- * differences or'ed: 0 when all hold. Out of line: inside the walk its
- * loop ran short of registers (the sum kept in memory).
+ * mapping of the stack that holds the current stack pointer. The
+ * differences of the return addresses or'ed: 0 when all hold.
  */
+RT_NO_SANITIZE static inline __attribute__((always_inline)) uintptr_t ra_diff(const struct ft_memo *m, uint32_t from,
+										   uint32_t to)
+{
+	uintptr_t diff = 0;
+	const uintptr_t *sp = m->sp + 1, *ip = m->ip + 1;
+	for (uint32_t k = from, rd = memo_read_end(m, to); k < rd; k++)
+		diff |= *(const uintptr_t *)(sp[k] - 8) ^ ip[k];
+	return diff;
+}
+
+/* With the saved rbps that matter. Out of line: inside the walk its loop
+ * ran short of registers (the sum kept in memory). */
 RT_NO_SANITIZE static __attribute__((noinline)) uintptr_t memo_diff(const struct ft_memo *m, uint32_t from, uint32_t to)
 {
-	uintptr_t diff = 0, d1 = 0;
+	uintptr_t diff = 0;
 	for (uint32_t i = m->xi[from], end = m->xi[to]; i < end; i++)
 		diff |= *(const uintptr_t *)m->xa[i] ^ m->xv[i];
-	const uintptr_t *sp = m->sp + 1, *ip = m->ip + 1;
-	uint32_t k = from;
-	const uint32_t rd = memo_read_end(m, to);
-	/* Four words a round, two chains: the loop's own compare and branch
-	 * were a third of its instructions. */
-	for (; k + 4 <= rd; k += 4) {
-		diff |= (*(const uintptr_t *)(sp[k] - 8) ^ ip[k]) | (*(const uintptr_t *)(sp[k + 1] - 8) ^ ip[k + 1]);
-		d1 |= (*(const uintptr_t *)(sp[k + 2] - 8) ^ ip[k + 2]) | (*(const uintptr_t *)(sp[k + 3] - 8) ^ ip[k + 3]);
-	}
-	for (; k < rd; k++)
-		diff |= *(const uintptr_t *)(sp[k] - 8) ^ ip[k];
-	return diff | d1;
+	return diff | ra_diff(m, from, to);
 }
 
 RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
 										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
-	uintptr_t diff;
-	if (to - from <= 4 && m->xi[from] == m->xi[to]) {
-		/* A short one (an allocation site a few frames deep) costs
-		 * less than the call. */
-		diff = 0;
-		for (uint32_t k = from, rd = memo_read_end(m, to); k < rd; k++)
-			diff |= *(const uintptr_t *)(m->sp[k + 1] - 8) ^ m->ip[k + 1];
-	} else {
-		diff = memo_diff(m, from, to);
-	}
+	/* A short one without saved rbps (an allocation site a few frames
+	 * deep) inline: it costs less than the call. */
+	uintptr_t diff = to - from <= 4 && m->xi[from] == m->xi[to] ? ra_diff(m, from, to) : memo_diff(m, from, to);
 	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
