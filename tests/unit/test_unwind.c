@@ -1133,25 +1133,12 @@ static void test_zero_return_address(void **state)
 /*
  * A saved rbp that decides the frames above it: rt_test_fp_outer(frame,
  * fn) keeps rbp pointing at `frame` (its CFI: CFA = rbp + 16, the caller's
- * return address at frame[1]) and calls rt_test_fp_saver, which saves
- * that rbp (push) and calls fn. Two captures from the same place differ
+ * return address at frame[1]) and calls rt_test_rbp_mid (above), which
+ * saves that rbp and calls fn. Two captures from the same place differ
  * only in the saved word: the return addresses on the stack are the same,
- * the frame after rt_test_fp_outer is frame[1]. rt_test_end_fn2 ends a
- * stack as rt_test_end_fn does, at another address.
+ * the frame after rt_test_fp_outer is frame[1].
  */
 __asm__(".text\n"
-	".type rt_test_fp_saver, @function\n"
-	"rt_test_fp_saver:\n"
-	".cfi_startproc\n"
-	"pushq %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"call *%rsi\n"
-	"popq %rbp\n"
-	".cfi_def_cfa_offset 8\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size rt_test_fp_saver, .-rt_test_fp_saver\n"
 	".type rt_test_fp_outer, @function\n"
 	"rt_test_fp_outer:\n"
 	".cfi_startproc\n"
@@ -1160,24 +1147,14 @@ __asm__(".text\n"
 	"movq %rdi, %rbp\n"
 	".cfi_def_cfa %rbp, 16\n"
 	".cfi_offset %rbp, -16\n"
-	"call rt_test_fp_saver\n"
+	"call rt_test_rbp_mid\n"
 	".cfi_def_cfa %rsp, 16\n"
 	"popq %rbp\n"
 	".cfi_def_cfa_offset 8\n"
 	"ret\n"
 	".cfi_endproc\n"
-	".size rt_test_fp_outer, .-rt_test_fp_outer\n"
-	".type rt_test_end_fn2, @function\n"
-	"rt_test_end_fn2:\n"
-	".cfi_startproc\n"
-	".cfi_undefined rip\n"
-	"nop\n"
-	"nop\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size rt_test_end_fn2, .-rt_test_end_fn2\n");
+	".size rt_test_fp_outer, .-rt_test_fp_outer\n");
 void rt_test_fp_outer(uintptr_t *frame, void (*fn)(void));
-void rt_test_end_fn2(void);
 
 #define FP_ROUNDS 12
 
@@ -1185,7 +1162,7 @@ void rt_test_end_fn2(void);
  * frame, above the walk's (a frame outside the stack would fall back). */
 __attribute__((noinline)) static void fp_rounds(const int *which, int rounds, int *n, uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
 {
-	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn2 + 1 } };
+	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn + 2 } };
 	for (int i = 0; i < rounds; i++) {
 		rt_test_fp_outer(frames[which[i]], capture_two_ways);
 		__asm__ volatile("" ::: "memory");
@@ -1210,10 +1187,11 @@ static void test_rbp_decides(void **state)
 	assert_int_equal(rt_unwind_get_stats(&a), 0);
 	fp_rounds(which, FP_ROUNDS, n, ips);
 	assert_int_equal(rt_unwind_get_stats(&b), 0);
-	const uintptr_t end[2] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn2 + 1 };
+	const uintptr_t end[2] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn + 2 };
 	for (int i = 0; i < FP_ROUNDS; i++) {
-		/* capture_two_ways, rt_test_fp_saver, rt_test_fp_outer, the
-		 * frame's return address, which ends the stack. */
+		/* capture_two_ways, rt_test_rbp_mid, rt_test_fp_outer, the
+		 * frame's return address (two places in rt_test_end_fn, whose
+		 * CFI ends the stack). */
 		assert_int_equal(n[i], 4);
 		assert_true(ips[i][3] == end[which[i]]);
 		assert_memory_equal(ips[i], ips[0], 3 * sizeof(uintptr_t));
