@@ -187,6 +187,19 @@ static void refresh_tables(void)
  * address of a thread's errno never changes. */
 static __thread int *errno_at __attribute__((tls_model("initial-exec")));
 
+/* The frames above rb_stack_capture (always inlined into it: the skip
+ * counts its frame), by the tables or libunwind, else by frame pointers:
+ * re-entered from a signal handler (-EBUSY), or a thread libunwind
+ * cannot serve. */
+static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int method,
+							     struct rt_unwind_note *note)
+{
+	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, OWN_FP_FRAMES, method, note);
+	if (n < 0 && (method & ~RT_UNWIND_LAZY) != RT_UNWIND_FP)
+		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
+	return n;
+}
+
 __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
 						     uint32_t *ret_depth)
 {
@@ -213,21 +226,16 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 #else
 	uintptr_t buf[STACKMAP_MAX_DEPTH];
 #endif
+	/* Lazy: the frames of a capture that repeats the last one stay in
+	 * the unwinder's memo until the note's id turns out not to do
+	 * (below). */
 	struct rt_unwind_note note;
-	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, OWN_FP_FRAMES, method, &note);
-	if (n < 0 && method != RT_UNWIND_FP)
-		/* Re-entered from a signal handler (-EBUSY), or a thread
-		 * libunwind cannot serve: frame pointers, where there are. */
-		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
+	int n = unwind_here(buf, method | RT_UNWIND_LAZY, &note);
 	ringtrace__tls.busy--;
 	if (n <= 0) {
 		*ep = saved_errno;
 		return RINGTRACE__STACK_NONE;
 	}
-#if UINTPTR_MAX != UINT64_MAX
-	for (int i = 0; i < n; i++)
-		ips[i] = buf[i];
-#endif
 	int cpu = -1;
 #if RINGTRACE__RSEQ
 	if (rb->use_rseq)
@@ -250,7 +258,35 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	uint64_t w[RT_UNWIND_NOTE_WORDS] = { 0 };
 	int known = noted && rt_unwind_note_get(&note, w);
 	struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
-	int r = stackmap_get_id_hint(&s->map, ips, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, known, &id);
+	const uint32_t ucpu = (uint32_t)(cpu < 0 ? 0 : cpu);
+	int r = -ENODATA;
+	if (note.frames) {
+		/* The id from the note needs no frames; else take them out
+		 * of the memo, or, should a signal handler's captures have
+		 * recorded it again meanwhile (seldom), capture again. */
+		if (known) {
+			r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, ucpu, &h, 1, &id);
+			if (r == STACKMAP_FROM_HINT)
+				return id;
+			known = 0;
+		}
+		if (!rt_unwind_note_frames(&note, buf, n)) {
+			ringtrace__tls.busy++;
+			n = unwind_here(buf, method, &note);
+			ringtrace__tls.busy--;
+			*ep = saved_errno;
+			if (n <= 0)
+				return RINGTRACE__STACK_NONE;
+			noted = note.cell && ringtrace__tls.nest == 1;
+		}
+	}
+#if UINTPTR_MAX != UINT64_MAX
+	for (int i = 0; i < n; i++)
+		ips[i] = buf[i];
+#endif
+	/* -ENODATA: the map was not asked, or only for the note's id. */
+	if (r == -ENODATA)
+		r = stackmap_get_id_hint(&s->map, ips, (uint32_t)n, ucpu, &h, known, &id);
 	if (r >= 0) {
 		if (noted && r != STACKMAP_FROM_HINT) {
 			uint32_t v[RT_UNWIND_NOTE_WORDS] = { h.id, h.serial, h.epoch };

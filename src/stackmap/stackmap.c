@@ -704,11 +704,23 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 							 uint32_t cpu, struct stackmap_hint *hint, int known,
 							 uint32_t *ret_id)
 {
-	if (!map || !ret_id || depth > STACKMAP_MAX_DEPTH || (depth && !ips))
+	if (!map || !ret_id || depth > STACKMAP_MAX_DEPTH || (depth && !ips && !known))
 		return -EINVAL;
 	if (cpu >= map->ncpus)
 		cpu %= map->ncpus;
 	struct stackmap_cpu *c = &map->cpu[cpu];
+	/* Whether the hint names a stack of this epoch, before entering.
+	 * Relaxed: a reset after this load is seen inside (the handshake)
+	 * or only tags a per-CPU hit (below). A hint without the frames that
+	 * cannot answer returns here, counted as nothing. */
+	uint32_t epoch0 = 0;
+	int names = 0;
+	if (known) {
+		epoch0 = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
+		names = hint_names(map, hint, epoch0);
+		if (!ips && !names)
+			return -ENODATA;
+	}
 	/* Before entering: the key depends only on the caller's frames and the
 	 * seed of our view. Not needed when a hint will answer. */
 	uint32_t key = known ? 0 : key_inline(map->seed, ips, depth);
@@ -718,23 +730,20 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 	/* Read once: a caller may clear map->percpu meanwhile, and the exit
 	 * must clear rseq_cs whenever the entry may have set it. */
 	percpu = map->percpu;
-	if (percpu && known) {
+	if (percpu && names) {
 		/*
 		 * A hint of this map and epoch: the whole call is one section
 		 * that counts the hit in this CPU's hits, with no entry or
-		 * exit (rseq_hit() says why that is safe). Relaxed: the epoch only
-		 * tags the count; a reset after this load makes the hit one
-		 * of the old epoch. Else (another CPU, an entry of another
-		 * id) the handshake's path below, which counts in the ref.
+		 * exit (rseq_hit() says why that is safe). The epoch only
+		 * tags the count; a reset after its load makes the hit one of
+		 * the old epoch. Else (another CPU, an entry of another id)
+		 * the handshake's path below, which counts in the ref.
 		 */
-		uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
-		if (hint_names(map, hint, epoch)) {
-			int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch, cpu);
-			rseq_done();
-			if (!other) {
-				*ret_id = hint->id;
-				return STACKMAP_FROM_HINT;
-			}
+		int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch0, cpu);
+		rseq_done();
+		if (!other) {
+			*ret_id = hint->id;
+			return STACKMAP_FROM_HINT;
 		}
 	}
 	if (percpu && rseq_inc(&c->l_entries, cpu) == 0) {
@@ -766,6 +775,8 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 			leave(c, cpu, percpu);
 			return STACKMAP_FROM_HINT;
 		}
+		if (known && !ips)  /* a reset since the check above: as one in progress */
+			return leave_dropped(c, cpu, percpu, -EAGAIN);
 		if (!key)
 			key = key_inline(map->seed, ips, depth);
 		int r = find_or_insert(map, key, ips, depth, ret_id);

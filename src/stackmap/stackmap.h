@@ -271,7 +271,11 @@ struct stackmap_hint {
  * this view and no reset came between, the id is taken from it (counted
  * as a hit of its stack, with no hash, probe or compare) and the return
  * is STACKMAP_FROM_HINT. Otherwise the lookup is done and *hint filled on
- * success. Other returns and contract as stackmap_get_id().
+ * success. Other returns and contract as stackmap_get_id(), except that
+ * ips may be NULL when `known` (a caller whose frames are not at hand
+ * yet): a hint that cannot answer then returns -ENODATA, counted as
+ * nothing, and the caller asks again with the frames (one voided by a
+ * reset that ran meanwhile: -EAGAIN, a drop, as during a reset).
  */
 #define STACKMAP_FROM_HINT 2
 int stackmap_get_id_hint(struct stackmap *map, const uint64_t *ips, uint32_t depth, uint32_t cpu,

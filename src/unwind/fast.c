@@ -882,7 +882,8 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) int memo_repeat(cons
 	uint32_t take, to;
 	if (!memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to) || memo_check(old, 0, to, lo, hi) != to)
 		return 0;
-	copy_words(ips, &old->ip[skip0], take + 1);
+	if (ips)
+		copy_words(ips, &old->ip[skip0], take + 1);
 	return (int)take + 1;
 }
 
@@ -942,6 +943,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 {
 	*ret_passed = 0;
 	ret_note->cell = NULL;
+	ret_note->frames = NULL;
 #if defined(__x86_64__)
 	struct ft_slot *sl = slot_get();
 	if (!sl) {
@@ -1051,13 +1053,17 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		if (old->n == 0 || old->gen != g || old->hi != hi)
 			old = NULL;
 		/* The same capture as the last full walk (memo_repeat()). */
-		int got = old ? memo_repeat(old, ips, max, skip0, ip, sp, bp, lo, hi) : 0;
+		const int lazy = ret_note->lazy;
+		int got = old ? memo_repeat(old, lazy ? NULL : ips, max, skip0, ip, sp, bp, lo, hi) : 0;
 		if (got) {
 			/* The exit of `out` below for this case alone: a
-			 * capture, fast, noted, its frames from the memo,
-			 * counted as a repeat (rt_unwind_get_stats()). */
+			 * capture, fast, noted, its frames from the memo
+			 * (left there if the caller allows), counted as a
+			 * repeat (rt_unwind_get_stats()). */
 			ret_note->cell = old->note;
 			ret_note->seq = old->seq;
+			ret_note->frames = lazy ? &old->ip[skip0] : NULL;
+			ret_note->memo_seq = &old->seq;
 			CNT_ADD(cn->repeats, 1);
 			CNT_ADD(cn->rep_frames, (uint64_t)got);
 			sl->ip0 = first_ip;

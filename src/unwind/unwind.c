@@ -287,9 +287,14 @@ static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintp
 							      struct rt_unwind_note *ret_note, int keep_errno)
 {
 	struct rt_unwind_note note_unused;
+	/* Lazy frames only for a caller that gets the note. */
+	uint32_t lazy = ret_note && (method & RT_UNWIND_LAZY);
+	method &= ~RT_UNWIND_LAZY;
 	if (!ret_note)
 		ret_note = &note_unused;
 	ret_note->cell = NULL;
+	ret_note->frames = NULL;
+	ret_note->lazy = lazy;
 	if (max < 0 || max > RT_UNWIND_MAX_DEPTH || skip < 0 || skip > RT_UNWIND_MAX_SKIP ||
 	    (!ips && max > 0) || own < 0 || own > skip)
 		return -EINVAL;
@@ -309,6 +314,11 @@ static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintp
 		int cause, passed;
 		n = ft_walk(ips, max, skip, own, f[1], fp + 16, f[0], sp, &passed, ret_note, &cause);
 		if (n >= 0 && ft_verify) {
+			/* Lazy frames are compared too (the caller may copy
+			 * them again). */
+			if (ret_note->frames)
+				for (int i = 0; i < n; i++)
+					ips[i] = ret_note->frames[i];
 			/* libunwind's frames after the ones the walk passed by
 			 * their frame pointers (the allocation tracer's). */
 			uintptr_t ref[RT_UNWIND_MAX_DEPTH];

@@ -125,7 +125,38 @@ int rt_unwind(uintptr_t *ips, int max, int skip, int method);
 struct rt_unwind_note {
 	uint64_t *cell;              /* NULL: no note for this capture */
 	uint32_t seq;
+	/* Set (with RT_UNWIND_LAZY): the frames, still in the memo, that
+	 * were not copied into ips (rt_unwind_note_frames()); NULL: they are
+	 * in ips. */
+	const uintptr_t *frames;
+	const uint32_t *memo_seq;    /* the memo's sequence number, with frames */
+	uint32_t lazy;               /* set by rt_unwind_own(): RT_UNWIND_LAZY given */
 };
+
+/*
+ * Or-ed into rt_unwind_own()'s method: a capture whose frames are exactly
+ * the memo's leaves them there (note->frames) instead of copying them
+ * into ips, for a caller that needs only the note's words most of the
+ * time (the stack map's id kept in them). Copying 16 frames is about a
+ * tenth of such a capture.
+ */
+#define RT_UNWIND_LAZY 0x100
+
+/*
+ * The n frames of a lazy capture into ips. 0 if the memo was recorded
+ * again since the capture (by signal handlers' captures of this thread
+ * that ran in between): ips may then be torn, and the caller captures
+ * again. The memo's number is bumped before it is rewritten, and read
+ * here after the copy; both in one thread, so a compiler barrier orders
+ * them.
+ */
+static inline int rt_unwind_note_frames(const struct rt_unwind_note *n, uintptr_t *ips, int cnt)
+{
+	for (int i = 0; i < cnt; i++)
+		ips[i] = __atomic_load_n(&n->frames[i], __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(n->memo_seq, __ATOMIC_RELAXED) == n->seq;
+}
 
 /* 1 and v[] if the note holds words written for these frames (each in
  * the low half of its v[i]). */
@@ -155,7 +186,9 @@ static inline void rt_unwind_note_set(const struct rt_unwind_note *n, const uint
  * The other methods capture as rt_unwind() does. *ret_note (if not NULL)
  * gets the note of the capture's frames, or a NULL cell. Unlike
  * rt_unwind(), it may change errno: its caller (rb_stack_capture) keeps
- * errno itself, once for the whole capture.
+ * errno itself, once for the whole capture. With RT_UNWIND_LAZY or-ed
+ * into method, the frames of a capture that repeats the memo may stay
+ * there (ret_note->frames; ret_note required).
  */
 int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method, struct rt_unwind_note *ret_note);
 

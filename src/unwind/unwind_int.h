@@ -78,8 +78,9 @@ enum {
  * ip. The first `own` frames (own <= skip), and any of the allocation
  * tracer's object after them, keep frame pointers and are passed by
  * them; the tracer's frames passed beyond skip are not recorded, and
- * counted in *ret_passed. *ret_note: the note of the frames (rt_unwind_own()).
- * Returns the count, or -1 and *ret_cause when
+ * counted in *ret_passed. *ret_note: the note of the frames (rt_unwind_own());
+ * with ret_note->lazy set, a repeated capture leaves its frames in the
+ * memo (ret_note->frames) and ips unwritten. Returns the count, or -1 and *ret_cause when
  * libunwind must do this capture.
  */
 int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,

@@ -138,6 +138,29 @@ static void test_hint(void **state)
 	bad.id = m->max + 1;
 	assert_int_equal(stackmap_get_id_hint(m, a, 5, 0, &bad, 1, &id2), 0);
 	assert_int_equal(id2, 2);
+
+	/* Without the frames: a hint that answers, counted; one that does
+	 * not, -ENODATA, counted as nothing (no hit, no drop); an unknown
+	 * one needs them. */
+	struct stackmap_stat st0, st1;
+	assert_int_equal(stackmap_stat(m, &st0), 0);
+	uint32_t r0 = ref_of(m, 2);
+	id2 = 0;
+	assert_int_equal(stackmap_get_id_hint(m, NULL, 5, 0, &h, 1, &id2), STACKMAP_FROM_HINT);
+	assert_int_equal(id2, 2);
+	assert_int_equal(ref_of(m, 2), r0 + 1);
+	id2 = 77;
+	bad = h;
+	bad.id = m->max + 1;
+	assert_int_equal(stackmap_get_id_hint(m, NULL, 5, 0, &bad, 1, &id2), -ENODATA);
+	assert_int_equal(stackmap_get_id_hint(m, NULL, 5, 0, &old, 1, &id2), -ENODATA);
+	assert_int_equal(id2, 77);
+	assert_int_equal(stackmap_get_id_hint(m, NULL, 5, 0, &h, 0, &id2), -EINVAL);
+	assert_int_equal(stackmap_stat(m, &st1), 0);
+	assert_int_equal(st1.drops, st0.drops);
+	assert_int_equal(st1.successes, st0.successes + 1);
+	assert_int_equal(st1.entries, st0.entries);
+	assert_int_equal(ref_of(m, 2), r0 + 1);
 }
 
 /* ---- basics ------------------------------------------------------------------ */

@@ -947,6 +947,85 @@ static void test_own_and_note(void **state)
 	assert_int_equal(st.mismatches, 0);
 }
 
+/* ---- lazy frames: left in the memo, copied out later ------------------ */
+
+/* `times` captures from one place (a loop the compiler cannot unroll:
+ * its count is an argument), the last one's frames and note kept. */
+__attribute__((noinline)) static int lazy_site(uintptr_t *ips, int method, struct rt_unwind_note *note)
+{
+	int n = rt_unwind_own(ips, RT_UNWIND_MAX_DEPTH, 0, 0, method, note);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+__attribute__((noinline)) static int lazy_loop(int times, uintptr_t *ips, int method, struct rt_unwind_note *note)
+{
+	int n = 0;
+	for (int i = 0; i < times; i++)
+		n = lazy_site(ips, method, note);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+/* A capture `depth` calls down: the stack differs from the others' for
+ * long enough that the walk is remembered (it replaces a memo). */
+__attribute__((noinline)) static int lazy_deep(int depth, uintptr_t *ips)
+{
+	struct rt_unwind_note note;
+	int n = depth > 0 ? lazy_deep(depth - 1, ips) : lazy_site(ips, RT_UNWIND_TABLES, &note);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+/* The frames of two captures made from different lines of one caller:
+ * the same but for the return address into that caller (frame 2). */
+static void assert_same_but_caller(const uintptr_t *a, const uintptr_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (i != 2)
+			assert_int_equal(a[i], b[i]);
+}
+
+static void test_lazy_frames(void **state)
+{
+	(void)state;
+	uintptr_t ref[RT_UNWIND_MAX_DEPTH], a[RT_UNWIND_MAX_DEPTH], b[RT_UNWIND_MAX_DEPTH];
+	struct rt_unwind_note nr, na, nb;
+	/* Without the flag the frames are in ips, always. */
+	int n0 = lazy_loop(3, ref, RT_UNWIND_TABLES, &nr);
+	assert_true(n0 > 3);
+	assert_null(nr.frames);
+	/* With it, a repeated capture leaves them in the memo, with its
+	 * note (in verification mode, as here, ips get them as well);
+	 * copied out they are the frames. */
+	int n1 = lazy_loop(3, a, RT_UNWIND_TABLES | RT_UNWIND_LAZY, &na);
+	assert_int_equal(n1, n0);
+	assert_non_null(na.frames);
+	assert_non_null(na.cell);
+	memset(a, 0, sizeof(a));
+	assert_int_equal(rt_unwind_note_frames(&na, a, n1), 1);
+	assert_same_but_caller(a, ref, n0);
+	/* A first capture (no memo of it yet) fills ips. */
+	int n2 = lazy_loop(1, b, RT_UNWIND_TABLES | RT_UNWIND_LAZY, &nb);
+	assert_int_equal(n2, n0);
+	assert_null(nb.frames);
+	assert_same_but_caller(b, ref, n0);
+	/* Captures that record the memo twice in between (as signal
+	 * handlers' captures could): the frames are refused, not torn. */
+	n1 = lazy_loop(3, a, RT_UNWIND_TABLES | RT_UNWIND_LAZY, &na);
+	assert_non_null(na.frames);
+	assert_true(lazy_deep(8, b) > 8);
+	assert_int_equal(rt_unwind_note_frames(&na, a, n1), 1); /* once: the other memo */
+	assert_true(lazy_deep(9, b) > 9);
+	assert_int_equal(rt_unwind_note_frames(&na, a, n1), 0);
+	/* Other methods ignore the flag: their frames are in ips. */
+	assert_true(lazy_loop(2, b, RT_UNWIND_FP | RT_UNWIND_LAZY, &nb) > 0);
+	assert_null(nb.frames);
+	struct rt_unwind_stats st;
+	assert_int_equal(rt_unwind_get_stats(&st), 0);
+	assert_int_equal(st.mismatches, 0);
+}
+
 /* ---- rbp kept as a plain register ----------------------------------------------- */
 
 #if defined(__x86_64__)
@@ -1211,6 +1290,7 @@ int main(void)
 		cmocka_unit_test(test_chain_libunwind),
 		cmocka_unit_test(test_chain_tables),
 		cmocka_unit_test(test_own_and_note),
+		cmocka_unit_test(test_lazy_frames),
 		cmocka_unit_test(test_depth_skip_fp),
 		cmocka_unit_test(test_depth_skip_libunwind),
 		cmocka_unit_test(test_depth_skip_tables),
