@@ -1080,6 +1080,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		rec->max0 = max;
 	}
 	uint32_t mp = 0;             /* old->sp[mp] is the first CFA not below sp */
+	int diverged = 0;            /* the memo was met and a word of it differed */
 	uintptr_t prev = 1;          /* 1: ip is a return address; 0: after a signal frame */
 	uintptr_t sig, clo, chi;
 	rt_sigreturn_hint(&sig, &clo, &chi);
@@ -1131,8 +1132,11 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 						 * not this walk's and the last walk started
 						 * here too: the same capture again, whose
 						 * next repeat gets a note when it is the
-						 * memo. */
-						if (!rec || (pos < 4 && (noted || rec->ip[0] != sl->ip0 || rec->sp[0] != sl->sp0))) {
+						 * memo. Not when a word of the memo differed
+						 * on the way (`diverged`): kept, it would
+						 * fail the next repeat's check again. */
+						if (!rec || (pos < 4 && !diverged &&
+							     (noted || rec->ip[0] != sl->ip0 || rec->sp[0] != sl->sp0))) {
 							rec = NULL;
 							goto out;
 						}
@@ -1155,6 +1159,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					uint32_t k = ok - mp;
 					if (k > need)
 						k = need;
+					diverged |= ok != to;
 					copy_words(ips + n, &old->ip[mp + 1], k);
 					/* The walk may go on from rbp. */
 					bp = memo_take(rec, pos, old, mp, k, bp);
@@ -1164,7 +1169,19 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 					pos += k;
 					ip = old->ip[mp];
 					sp = old->sp[mp];
-					old = NULL;
+					/*
+					 * The memo stays: past the frames that differ
+					 * (the same function called from another
+					 * caller whose frame has the same size) the
+					 * walk meets its states again, and takes the
+					 * rest from there. The step below is the
+					 * walk's; its CFA lies above sp, so the scan
+					 * goes on past mp. (cc1: a fifth of the
+					 * captures differ so, and walked nearly all
+					 * their frames when the memo was dropped
+					 * here: 15.5 M steps of 45.8 M frames, now
+					 * 8.3 M.)
+					 */
 					if (rec)
 						rec->fl[pos] = 0;
 					if (n >= max) {

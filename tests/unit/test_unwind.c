@@ -1026,6 +1026,70 @@ static void test_lazy_frames(void **state)
 	assert_int_equal(st.mismatches, 0);
 }
 
+/* ---- the memo met again past a frame that differs ------------------- */
+
+/* resync_mid calls one of two functions of the same frame size through a
+ * pointer, from one call site; each calls resync_leaf, which captures.
+ * Two captures, one through each: the same frames but the return address
+ * into resync_a or resync_b, at the same stack addresses. */
+__attribute__((noinline)) static int resync_leaf(uintptr_t *ips)
+{
+	int n = rt_unwind(ips, RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+__attribute__((noinline)) static int resync_a(uintptr_t *ips)
+{
+	int n = resync_leaf(ips);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+__attribute__((noinline)) static int resync_b(uintptr_t *ips)
+{
+	int n = resync_leaf(ips);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+__attribute__((noinline)) static int resync_mid(int (*fn)(uintptr_t *), uintptr_t *ips)
+{
+	int n = fn(ips);
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+static void test_memo_resync(void **state)
+{
+	(void)state;
+	uintptr_t ips[2][RT_UNWIND_MAX_DEPTH], *a = ips[0], *b = ips[1];
+	int (*fns[2])(uintptr_t *) = { resync_a, resync_b };
+	struct rt_unwind_stats st[2];
+	int ns[2];
+	/* From one call site (the loop's count in a volatile: not
+	 * unrolled into two). */
+	volatile int two = 2;
+	for (int i = 0; i < two; i++) {
+		ns[i] = resync_mid(fns[i], ips[i]);
+		assert_int_equal(rt_unwind_get_stats(&st[i]), 0);
+	}
+	int na = ns[0], nb = ns[1];
+	struct rt_unwind_stats s0 = st[0], s1 = st[1];
+	/* The stacks: the same length, the same frames but frame 1. */
+	assert_true(na > 4);
+	assert_int_equal(nb, na);
+	assert_int_equal(a[0], b[0]);
+	assert_int_not_equal(a[1], b[1]);
+	for (int i = 2; i < na; i++)
+		assert_int_equal(a[i], b[i]);
+	/* The second walk stepped out of resync_b itself, then met the
+	 * first walk's state in resync_mid and took every frame after it
+	 * from the memo; libunwind agrees (verification mode). */
+	assert_true(s1.memo_frames - s0.memo_frames >= (uint64_t)(nb - 3));
+	assert_int_equal(s1.mismatches, 0);
+}
+
 /* ---- rbp kept as a plain register ----------------------------------------------- */
 
 #if defined(__x86_64__)
@@ -1291,6 +1355,7 @@ int main(void)
 		cmocka_unit_test(test_chain_tables),
 		cmocka_unit_test(test_own_and_note),
 		cmocka_unit_test(test_lazy_frames),
+		cmocka_unit_test(test_memo_resync),
 		cmocka_unit_test(test_depth_skip_fp),
 		cmocka_unit_test(test_depth_skip_libunwind),
 		cmocka_unit_test(test_depth_skip_tables),
