@@ -194,6 +194,17 @@ static __thread int *errno_at __attribute__((tls_model("initial-exec")));
 static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int method,
 							     struct rt_unwind_note *note)
 {
+#if defined(__x86_64__)
+	/* The tables' walk inlined here (from this function's frame: one
+	 * frame fewer to skip), libunwind where it cannot do the capture. */
+	if ((method & ~RT_UNWIND_LAZY) == RT_UNWIND_TABLES) {
+		int n = rt_unwind_tables_here(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES - 1, OWN_FP_FRAMES - 1,
+					      method & RT_UNWIND_LAZY, note);
+		if (n >= 0)
+			return n;
+		method = RT_UNWIND_LIBUNWIND;
+	}
+#endif
 	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, OWN_FP_FRAMES, method, note);
 	if (n < 0 && (method & ~RT_UNWIND_LAZY) != RT_UNWIND_FP)
 		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);

@@ -201,6 +201,8 @@ static uint64_t gen = 1;             /* bumped by the writer before the grace pe
 static int have_membarrier;
 static int ready;
 int ft_verify;
+/* The same, for the capture path's inlined walk (unwind.h). */
+extern int rt_unwind_verifying __attribute__((alias("ft_verify")));
 static const char *stats_path;
 
 /* Counters of slots reclaimed and of captures without a slot. */
@@ -1376,3 +1378,10 @@ out:
 	return -1;
 #endif
 }
+
+#if defined(__x86_64__)
+/* The walk under its name in unwind.h, for rt_unwind_tables_here(). */
+int rt_unwind_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+		   uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause)
+	__attribute__((alias("ft_walk")));
+#endif

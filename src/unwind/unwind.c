@@ -362,6 +362,16 @@ __attribute__((noinline)) int rt_unwind_own(uintptr_t *ips, int max, int skip, i
 			   ret_note, 0);
 }
 
+/* Verification of rt_unwind_tables_here()'s capture: libunwind's frames,
+ * from a frame where rt_unwind_own()'s would be (called by the same
+ * function), after the tracer's frames the walk passed. */
+__attribute__((noinline)) void rt_unwind_verify_own(const uintptr_t *ips, int n, int max, int skip)
+{
+	uintptr_t ref[RT_UNWIND_MAX_DEPTH];
+	int m = skip <= RT_UNWIND_MAX_SKIP && max <= RT_UNWIND_MAX_DEPTH ? lu_capture(ref, max, skip) : -EINVAL;
+	ft_verify_result(ips, n, ref, m);
+}
+
 /* ---- init ------------------------------------------------------------------- */
 
 static int libc_cb(struct dl_phdr_info *info, size_t size, void *arg)
