@@ -947,6 +947,42 @@ static void test_own_and_note(void **state)
 	assert_int_equal(st.mismatches, 0);
 }
 
+/* ---- the walk inlined into its caller (rt_unwind_tables_here) --------- */
+
+#if defined(__x86_64__)
+/* Both ways from one function: rt_unwind_own() skipping this function's
+ * frame, the inlined walk starting from it. */
+__attribute__((noinline)) static int here_pair(uintptr_t *a, int *na, uintptr_t *b, int *nb)
+{
+	struct rt_unwind_note na_note, nb_note;
+	*na = rt_unwind_own(a, RT_UNWIND_MAX_DEPTH, 1, 1, RT_UNWIND_TABLES, &na_note);
+	*nb = rt_unwind_tables_here(b, RT_UNWIND_MAX_DEPTH, 0, 0, 0, &nb_note);
+	__asm__ volatile("" ::: "memory");
+	return nb_note.frames == NULL;
+}
+
+static void test_tables_here(void **state)
+{
+	(void)state;
+	uintptr_t a[RT_UNWIND_MAX_DEPTH], b[RT_UNWIND_MAX_DEPTH];
+	struct rt_unwind_stats s0, s1;
+	assert_int_equal(rt_unwind_get_stats(&s0), 0);
+	for (int i = 0; i < 3; i++) {
+		int na = 0, nb = 0;
+		/* Not lazy: the frames are in b. */
+		assert_true(here_pair(a, &na, b, &nb));
+		assert_true(na > 2);
+		assert_int_equal(nb, na);
+		assert_memory_equal(a, b, (size_t)na * sizeof(a[0]));
+	}
+	/* Checked against libunwind, as every capture here (verification
+	 * mode): from the right frame. */
+	assert_int_equal(rt_unwind_get_stats(&s1), 0);
+	assert_true(s1.verified - s0.verified >= 6);
+	assert_int_equal(s1.mismatches, 0);
+}
+#endif
+
 /* ---- lazy frames: left in the memo, copied out later ------------------ */
 
 /* `times` captures from one place (a loop the compiler cannot unroll:
@@ -1354,6 +1390,9 @@ int main(void)
 		cmocka_unit_test(test_chain_libunwind),
 		cmocka_unit_test(test_chain_tables),
 		cmocka_unit_test(test_own_and_note),
+#if defined(__x86_64__)
+		cmocka_unit_test(test_tables_here),
+#endif
 		cmocka_unit_test(test_lazy_frames),
 		cmocka_unit_test(test_memo_resync),
 		cmocka_unit_test(test_depth_skip_fp),
