@@ -1380,6 +1380,93 @@ static void test_rbp_decides(void **state)
 	assert_int_equal(b.mismatches, 0);
 	assert_int_equal(b.fb_no_fde + b.fb_bad_cfi + b.fb_stack, a.fb_no_fde + a.fb_bad_cfi + a.fb_stack);
 }
+
+/*
+ * A memo whose rest depends on rbp, met again after frames that differ
+ * (memo_tail(): its flags taken over, the frames before it passed
+ * backwards alone). rt_test_fp_outer2(frame, fn, mid) keeps rbp at
+ * `frame` (CFA = rbp + 16) and calls mid through a register, mid saves
+ * rbp and calls fn: two mids of one size give two stacks that differ in
+ * one frame and meet again at rt_test_fp_outer2, whose frame depends on
+ * the rbp the mid saved. Three captures: through mid 1 with frame 0,
+ * through mid 2 with frame 0 (the walk meets the first memo past mid 2
+ * and takes the rest), through mid 2 with frame 1: the saved rbp now
+ * differs, which the memo of the second capture must check although it
+ * took its rest from the first.
+ */
+__asm__(".text\n"
+	".type rt_test_fp_outer2, @function\n"
+	"rt_test_fp_outer2:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	"movq %rdi, %rbp\n"
+	".cfi_def_cfa %rbp, 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call *%rdx\n"
+	".cfi_def_cfa %rsp, 16\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_fp_outer2, .-rt_test_fp_outer2\n"
+	".type rt_test_rbp_mid2, @function\n"
+	"rt_test_rbp_mid2:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"call *%rsi\n"
+	"popq %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size rt_test_rbp_mid2, .-rt_test_rbp_mid2\n");
+void rt_test_fp_outer2(uintptr_t *frame, void (*fn)(void), void (*mid)(void));
+void rt_test_rbp_mid2(void);
+void rt_test_rbp_mid(void);
+
+/* One call site for the three captures (frames in this frame, above the
+ * walk's). */
+__attribute__((noinline)) static void tail_rounds(int *n, uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
+{
+	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn + 2 } };
+	void (*const mids[3])(void) = { rt_test_rbp_mid, rt_test_rbp_mid2, rt_test_rbp_mid2 };
+	const int which[3] = { 0, 0, 1 };
+	volatile int three = 3;
+	for (int i = 0; i < three; i++) {
+		rt_test_fp_outer2(frames[which[i]], capture_two_ways, mids[i]);
+		__asm__ volatile("" ::: "memory");
+		n[i] = two_n[0];
+		memcpy(ips[i], two_ips[0], sizeof(two_ips[0]));
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+static void test_memo_tail_rbp(void **state)
+{
+	(void)state;
+	static uintptr_t ips[3][RT_UNWIND_MAX_DEPTH];
+	int n[3];
+	struct rt_unwind_stats a, b;
+	assert_int_equal(rt_unwind_get_stats(&a), 0);
+	tail_rounds(n, ips);
+	assert_int_equal(rt_unwind_get_stats(&b), 0);
+	const uintptr_t end[3] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn + 1,
+				   (uintptr_t)rt_test_end_fn + 2 };
+	for (int i = 0; i < 3; i++) {
+		/* capture_two_ways, the mid, rt_test_fp_outer2, the frame's
+		 * return address. */
+		assert_int_equal(n[i], 4);
+		assert_true(ips[i][3] == end[i]);
+		assert_true(ips[i][2] == ips[0][2]);
+	}
+	assert_true(ips[1][1] != ips[0][1]);
+	assert_true(ips[2][1] == ips[1][1]);
+	/* The second took its last frames from the memo. */
+	assert_true(b.memo_frames - a.memo_frames >= 2);
+	assert_int_equal(b.mismatches, 0);
+}
 #endif
 
 int main(void)
@@ -1411,6 +1498,7 @@ int main(void)
 		cmocka_unit_test(test_rbp_plain_register),
 		cmocka_unit_test(test_zero_return_address),
 		cmocka_unit_test(test_rbp_decides),
+		cmocka_unit_test(test_memo_tail_rbp),
 #endif
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
