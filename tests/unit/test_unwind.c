@@ -1135,19 +1135,22 @@ static void test_memo_resync(void **state)
  * above takes its CFA from rbp before rbp_set restores its caller's. As
  * code built without frame pointers keeps any value in rbp.
  */
+/* A function that saves rbp and calls fn (its second argument), under
+ * the name given: two copies make two functions of the same frame. */
+#define RBP_MID(name)                                    \
+	".type " name ", @function\n" name ":\n"         \
+	".cfi_startproc\n"                               \
+	"pushq %rbp\n"                                   \
+	".cfi_def_cfa_offset 16\n"                       \
+	".cfi_offset %rbp, -16\n"                        \
+	"call *%rsi\n"                                   \
+	"popq %rbp\n"                                    \
+	".cfi_def_cfa_offset 8\n"                        \
+	"ret\n"                                          \
+	".cfi_endproc\n"                                 \
+	".size " name ", .-" name "\n"
 __asm__(".text\n"
-	".type rt_test_rbp_mid, @function\n"
-	"rt_test_rbp_mid:\n"
-	".cfi_startproc\n"
-	"pushq %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"call *%rsi\n"
-	"popq %rbp\n"
-	".cfi_def_cfa_offset 8\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size rt_test_rbp_mid, .-rt_test_rbp_mid\n"
+	RBP_MID("rt_test_rbp_mid")
 	".type rt_test_rbp_set, @function\n"
 	"rt_test_rbp_set:\n"
 	".cfi_startproc\n"
@@ -1410,18 +1413,7 @@ __asm__(".text\n"
 	"ret\n"
 	".cfi_endproc\n"
 	".size rt_test_fp_outer2, .-rt_test_fp_outer2\n"
-	".type rt_test_rbp_mid2, @function\n"
-	"rt_test_rbp_mid2:\n"
-	".cfi_startproc\n"
-	"pushq %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"call *%rsi\n"
-	"popq %rbp\n"
-	".cfi_def_cfa_offset 8\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size rt_test_rbp_mid2, .-rt_test_rbp_mid2\n");
+	RBP_MID("rt_test_rbp_mid2"));
 void rt_test_fp_outer2(uintptr_t *frame, void (*fn)(void), void (*mid)(void));
 void rt_test_rbp_mid2(void);
 void rt_test_rbp_mid(void);
