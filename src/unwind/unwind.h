@@ -130,15 +130,16 @@ struct rt_unwind_note {
 	 * in ips. */
 	const uintptr_t *frames;
 	const uint32_t *memo_seq;    /* the memo's sequence number, with frames */
-	uint32_t lazy;               /* set by rt_unwind_own(): RT_UNWIND_LAZY given */
+	uint32_t lazy;               /* in, set by rt_unwind_own() and rt_unwind_tables_here() */
 };
 
 /*
  * Or-ed into rt_unwind_own()'s method: a capture whose frames are exactly
  * the memo's leaves them there (note->frames) instead of copying them
  * into ips, for a caller that needs only the note's words most of the
- * time (the stack map's id kept in them). Copying 16 frames is about a
- * tenth of such a capture.
+ * time (the stack map's id kept in them). Skipping the copy outright
+ * saved 3-4 ns of a 57 ns tracepoint with a 16-frame stack; the
+ * bookkeeping of a copy made later leaves about 1 ns of it.
  */
 #define RT_UNWIND_LAZY 0x100
 
