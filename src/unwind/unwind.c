@@ -317,8 +317,7 @@ static inline __attribute__((always_inline)) int unwind_from(uintptr_t fp, uintp
 			/* Lazy frames are compared too (the caller may copy
 			 * them again). */
 			if (ret_note->frames)
-				for (int i = 0; i < n; i++)
-					ips[i] = ret_note->frames[i];
+				(void)rt_unwind_note_frames(ret_note, ips, n);
 			/* libunwind's frames after the ones the walk passed by
 			 * their frame pointers (the allocation tracer's). */
 			uintptr_t ref[RT_UNWIND_MAX_DEPTH];

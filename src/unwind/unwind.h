@@ -218,14 +218,14 @@ static inline __attribute__((always_inline)) int rt_unwind_tables_here(uintptr_t
 	uintptr_t sp;
 	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 	int passed, cause;
-	note->cell = NULL;
-	note->frames = NULL;
+	/* The walk sets the note's cell and frames. */
 	note->lazy = (uint32_t)lazy;
 	int n = rt_unwind_walk(ips, max, skip, own, f[1], (uintptr_t)f + 16, f[0], sp, &passed, note, &cause);
 	if (n >= 0 && __builtin_expect(rt_unwind_verifying, 0)) {
+		/* Lazy frames are compared too (the caller may copy them
+		 * again). */
 		if (note->frames)
-			for (int i = 0; i < n; i++)
-				ips[i] = note->frames[i];
+			(void)rt_unwind_note_frames(note, ips, n);
 		/* From where rt_unwind_own() would have been called: one
 		 * frame more to skip (the caller's own). */
 		rt_unwind_verify_own(ips, n, max, skip + 1 + passed);

@@ -1314,11 +1314,13 @@ static void test_zero_return_address(void **state)
 
 /*
  * A saved rbp that decides the frames above it: rt_test_fp_outer(frame,
- * fn) keeps rbp pointing at `frame` (its CFI: CFA = rbp + 16, the caller's
- * return address at frame[1]) and calls rt_test_rbp_mid (above), which
- * saves that rbp and calls fn. Two captures from the same place differ
- * only in the saved word: the return addresses on the stack are the same,
- * the frame after rt_test_fp_outer is frame[1].
+ * fn, mid) keeps rbp pointing at `frame` (its CFI: CFA = rbp + 16, the
+ * caller's return address at frame[1]) and calls mid (from one call site,
+ * through a register): rt_test_rbp_mid (above) or its copy
+ * rt_test_rbp_mid2, which save that rbp and call fn. Two captures from the
+ * same place through the same mid differ only in the saved word: the
+ * return addresses on the stack are the same, the frame after
+ * rt_test_fp_outer is frame[1].
  */
 __asm__(".text\n"
 	".type rt_test_fp_outer, @function\n"
@@ -1329,24 +1331,29 @@ __asm__(".text\n"
 	"movq %rdi, %rbp\n"
 	".cfi_def_cfa %rbp, 16\n"
 	".cfi_offset %rbp, -16\n"
-	"call rt_test_rbp_mid\n"
+	"call *%rdx\n"
 	".cfi_def_cfa %rsp, 16\n"
 	"popq %rbp\n"
 	".cfi_def_cfa_offset 8\n"
 	"ret\n"
 	".cfi_endproc\n"
-	".size rt_test_fp_outer, .-rt_test_fp_outer\n");
-void rt_test_fp_outer(uintptr_t *frame, void (*fn)(void));
+	".size rt_test_fp_outer, .-rt_test_fp_outer\n"
+	RBP_MID("rt_test_rbp_mid2"));
+void rt_test_fp_outer(uintptr_t *frame, void (*fn)(void), void (*mid)(void));
+void rt_test_rbp_mid(void);
+void rt_test_rbp_mid2(void);
 
 #define FP_ROUNDS 12
 
-/* One call site for every round; the frames lie in this function's
- * frame, above the walk's (a frame outside the stack would fall back). */
-__attribute__((noinline)) static void fp_rounds(const int *which, int rounds, int *n, uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
+/* One call site for every round, round i through mids[i] (NULL: always
+ * rt_test_rbp_mid); the frames lie in this function's frame, above the
+ * walk's (a frame outside the stack would fall back). */
+__attribute__((noinline)) static void fp_rounds(const int *which, void (*const *mids)(void), int rounds, int *n,
+						uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
 {
 	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn + 2 } };
 	for (int i = 0; i < rounds; i++) {
-		rt_test_fp_outer(frames[which[i]], capture_two_ways);
+		rt_test_fp_outer(frames[which[i]], capture_two_ways, mids ? mids[i] : rt_test_rbp_mid);
 		__asm__ volatile("" ::: "memory");
 		/* (Frame 0: two call sites.) */
 		assert_int_equal(two_n[0], two_n[1]);
@@ -1367,7 +1374,7 @@ static void test_rbp_decides(void **state)
 	const int which[FP_ROUNDS] = { 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1 };
 	struct rt_unwind_stats a, b;
 	assert_int_equal(rt_unwind_get_stats(&a), 0);
-	fp_rounds(which, FP_ROUNDS, n, ips);
+	fp_rounds(which, NULL, FP_ROUNDS, n, ips);
 	assert_int_equal(rt_unwind_get_stats(&b), 0);
 	const uintptr_t end[2] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn + 2 };
 	for (int i = 0; i < FP_ROUNDS; i++) {
@@ -1387,67 +1394,29 @@ static void test_rbp_decides(void **state)
 /*
  * A memo whose rest depends on rbp, met again after frames that differ
  * (memo_tail(): its flags taken over, the frames before it passed
- * backwards alone). rt_test_fp_outer2(frame, fn, mid) keeps rbp at
- * `frame` (CFA = rbp + 16) and calls mid through a register, mid saves
- * rbp and calls fn: two mids of one size give two stacks that differ in
- * one frame and meet again at rt_test_fp_outer2, whose frame depends on
- * the rbp the mid saved. Three captures: through mid 1 with frame 0,
- * through mid 2 with frame 0 (the walk meets the first memo past mid 2
- * and takes the rest), through mid 2 with frame 1: the saved rbp now
- * differs, which the memo of the second capture must check although it
- * took its rest from the first.
+ * backwards alone). Through rt_test_fp_outer (above) with two mids of one
+ * size, two stacks differ in one frame and meet again at
+ * rt_test_fp_outer, whose frame depends on the rbp the mid saved. Three
+ * captures: through mid 1 with frame 0, through mid 2 with frame 0 (the
+ * walk meets the first memo past mid 2 and takes the rest), through mid 2
+ * with frame 1: the saved rbp now differs, which the memo of the second
+ * capture must check although it took its rest from the first.
  */
-__asm__(".text\n"
-	".type rt_test_fp_outer2, @function\n"
-	"rt_test_fp_outer2:\n"
-	".cfi_startproc\n"
-	"pushq %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	"movq %rdi, %rbp\n"
-	".cfi_def_cfa %rbp, 16\n"
-	".cfi_offset %rbp, -16\n"
-	"call *%rdx\n"
-	".cfi_def_cfa %rsp, 16\n"
-	"popq %rbp\n"
-	".cfi_def_cfa_offset 8\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size rt_test_fp_outer2, .-rt_test_fp_outer2\n"
-	RBP_MID("rt_test_rbp_mid2"));
-void rt_test_fp_outer2(uintptr_t *frame, void (*fn)(void), void (*mid)(void));
-void rt_test_rbp_mid2(void);
-void rt_test_rbp_mid(void);
-
-/* One call site for the three captures (frames in this frame, above the
- * walk's). */
-__attribute__((noinline)) static void tail_rounds(int *n, uintptr_t (*ips)[RT_UNWIND_MAX_DEPTH])
-{
-	uintptr_t frames[2][2] = { { 0, (uintptr_t)rt_test_end_fn + 1 }, { 0, (uintptr_t)rt_test_end_fn + 2 } };
-	void (*const mids[3])(void) = { rt_test_rbp_mid, rt_test_rbp_mid2, rt_test_rbp_mid2 };
-	const int which[3] = { 0, 0, 1 };
-	volatile int three = 3;
-	for (int i = 0; i < three; i++) {
-		rt_test_fp_outer2(frames[which[i]], capture_two_ways, mids[i]);
-		__asm__ volatile("" ::: "memory");
-		n[i] = two_n[0];
-		memcpy(ips[i], two_ips[0], sizeof(two_ips[0]));
-	}
-	__asm__ volatile("" ::: "memory");
-}
-
 static void test_memo_tail_rbp(void **state)
 {
 	(void)state;
 	static uintptr_t ips[3][RT_UNWIND_MAX_DEPTH];
 	int n[3];
+	void (*const mids[3])(void) = { rt_test_rbp_mid, rt_test_rbp_mid2, rt_test_rbp_mid2 };
+	const int which[3] = { 0, 0, 1 };
 	struct rt_unwind_stats a, b;
 	assert_int_equal(rt_unwind_get_stats(&a), 0);
-	tail_rounds(n, ips);
+	fp_rounds(which, mids, 3, n, ips);
 	assert_int_equal(rt_unwind_get_stats(&b), 0);
 	const uintptr_t end[3] = { (uintptr_t)rt_test_end_fn + 1, (uintptr_t)rt_test_end_fn + 1,
 				   (uintptr_t)rt_test_end_fn + 2 };
 	for (int i = 0; i < 3; i++) {
-		/* capture_two_ways, the mid, rt_test_fp_outer2, the frame's
+		/* capture_two_ways, the mid, rt_test_fp_outer, the frame's
 		 * return address. */
 		assert_int_equal(n[i], 4);
 		assert_true(ips[i][3] == end[i]);
