@@ -307,6 +307,14 @@ RINGTRACE__EXPORT void ringtrace__unregister_section(struct ringtrace_event_desc
 
 RINGTRACE__EXPORT int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload);
+/* For an event declared with a stack (ringtrace__reserve_stk()): with
+ * *io_id 0, capture the stack; return -1 with its id of the region's map
+ * in *io_id (or RINGTRACE__STACK_NONE: no stack), for the caller to
+ * reserve the record with its 5 bytes of suffix, else reserve it here as
+ * ringtrace__reserve_slow() does (1, or 0 when dropped). With *io_id set,
+ * reserve the record with that id as its suffix. */
+RINGTRACE__EXPORT int ringtrace__reserve_stack(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+					       uint32_t payload, uint32_t *io_id);
 RINGTRACE__EXPORT void ringtrace__commit_slow(struct ringtrace__rb *rb, uint32_t cpu, uint32_t slot,
 			    uint32_t bytes, uint32_t events);
 /* By value: a pointer to the write context would make it escape, and keep
@@ -643,19 +651,40 @@ RINGTRACE__INLINE int ringtrace__reserve_rseq(struct ringtrace__wctx *c, struct 
 }
 #endif
 
-RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
-				     const struct ringtrace_event_desc *d, uint32_t payload)
+/* Announce the probe before loading the region: pairs with the
+ * membarrier() after the library unpublishes a region (rcu.c). NULL when
+ * tracing is off (the probe is over). */
+RINGTRACE__INLINE struct ringtrace__rb *ringtrace__enter(void)
 {
-	/* Announce the probe before loading the region: pairs with the
-	 * membarrier() after the library unpublishes a region (rcu.c). */
 	ringtrace__nest_add(1);
 	RINGTRACE__BARRIER();
 	struct ringtrace__rb *rb = __atomic_load_n(&ringtrace__rb_current, __ATOMIC_ACQUIRE);
 	if (RINGTRACE__UNLIKELY(!rb)) {
 		RINGTRACE__BARRIER();
 		ringtrace__nest_add((uint32_t)-1);
-		return 0;
 	}
+	return rb;
+}
+
+/* The end of a reservation made by the library into `slow` (a copy, so
+ * that *c never escapes and stays in registers): the probe is over if it
+ * failed. */
+RINGTRACE__INLINE int ringtrace__slow_done(struct ringtrace__wctx *c, const struct ringtrace__wctx *slow, int r)
+{
+	*c = *slow;
+	if (!r) {
+		RINGTRACE__BARRIER();
+		ringtrace__nest_add((uint32_t)-1);
+	}
+	return r;
+}
+
+RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
+				     const struct ringtrace_event_desc *d, uint32_t payload)
+{
+	struct ringtrace__rb *rb = ringtrace__enter();
+	if (RINGTRACE__UNLIKELY(!rb))
+		return 0;
 	uint32_t id = d->id;
 	c->rb = rb;
 	c->id = id;
@@ -673,17 +702,56 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	    RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, rb, tid, payload)))
 		return 1;
 #endif
-	/* Through a copy, so that *c never escapes and stays in registers. */
 	struct ringtrace__wctx slow;
 	slow.rb = rb;
 	slow.id = id;
-	int r = ringtrace__reserve_slow(&slow, d, payload);
-	*c = slow;
-	if (!r) {
-		RINGTRACE__BARRIER();
-		ringtrace__nest_add((uint32_t)-1);
+	return ringtrace__slow_done(c, &slow, ringtrace__reserve_slow(&slow, d, payload));
+}
+
+/*
+ * ringtrace__reserve() for an event declared with a stack: while its flags
+ * are STACK (and SUFFIX) alone, the library captures the stack and the
+ * record is reserved here, as an event without one is, with the 5 bytes
+ * of the suffix (u32 id, u8 depth 0) written after the payload's room.
+ * The rest, and a capture whose addresses must go with the event (the
+ * map had no room), go through the library as before.
+ */
+RINGTRACE__INLINE int ringtrace__reserve_stk(struct ringtrace__wctx *c,
+					 const struct ringtrace_event_desc *d, uint32_t payload)
+{
+#if RINGTRACE__RSEQ
+	struct ringtrace__rb *rb = ringtrace__enter();
+	if (RINGTRACE__UNLIKELY(!rb))
+		return 0;
+	uint32_t id = d->id;
+	uint32_t tid = ringtrace__tls.tid;
+	struct ringtrace__wctx slow;
+	slow.rb = rb;
+	slow.id = id;
+	int r;
+	if (RINGTRACE__LIKELY(rb->fast_any &&
+			      (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_SUFFIX) ==
+				      RINGTRACE__EVF_STACK &&
+			      tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
+		uint32_t sid = 0;
+		r = ringtrace__reserve_stack(&slow, d, payload, &sid);
+		if (r < 0) {
+			c->rb = rb;
+			c->id = id;
+			if (RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, rb, tid, payload + 5))) {
+				memcpy(c->payload + payload, &sid, 4);
+				c->payload[payload + 4] = 0;
+				return 1;
+			}
+			r = ringtrace__reserve_stack(&slow, d, payload, &sid);
+		}
+	} else {
+		r = ringtrace__reserve_slow(&slow, d, payload);
 	}
-	return r;
+	return ringtrace__slow_done(c, &slow, r);
+#else
+	return ringtrace__reserve(c, d, payload);
+#endif
 }
 
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)

@@ -409,10 +409,10 @@ static void ringtrace__unregister_tu(void)
 			UINT64_C(0) fe(RINGTRACE__OP_SIZE, RINGTRACE__SEP_NONE, __VA_ARGS__); \
 		struct ringtrace__wctx ringtrace__ctx; \
 		char *ringtrace__p RINGTRACE__UNUSED; \
-		if (!ringtrace__reserve(&ringtrace__ctx, &desc, \
-					ringtrace__size > RINGTRACE__PAYLOAD_MAX \
-						? RINGTRACE__PAYLOAD_MAX \
-						: RINGTRACE__CAST(uint32_t, ringtrace__size))) \
+		const uint32_t ringtrace__len = ringtrace__size > RINGTRACE__PAYLOAD_MAX \
+			? RINGTRACE__PAYLOAD_MAX : RINGTRACE__CAST(uint32_t, ringtrace__size); \
+		if (!(stk ? ringtrace__reserve_stk(&ringtrace__ctx, &desc, ringtrace__len) \
+			  : ringtrace__reserve(&ringtrace__ctx, &desc, ringtrace__len))) \
 			return; \
 		ringtrace__p = ringtrace__ctx.payload; \
 		fe(RINGTRACE__OP_WRITE, RINGTRACE__SEP_NONE, __VA_ARGS__) \

@@ -92,38 +92,34 @@ static int thread_first_event(struct ringtrace__wctx *c)
 	return 1;
 }
 
-int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
-			    uint32_t payload)
+/* The checks every slow reservation starts with: 1 and the thread's tid
+ * in *ret_tid when the event may be written. */
+static inline int reserve_start(struct ringtrace__wctx *c, uint32_t *ret_tid)
 {
 	if (RINGTRACE__UNLIKELY(c->id < RINGTRACE__ID_FIRST_USER))
 		return 0; /* not registered (yet): nothing could decode it */
 	if (RINGTRACE__UNLIKELY(ringtrace__tls.tid == 0) && !thread_first_event(c))
 		return 0;
-	uint32_t tid = ringtrace__tls.tid;
-	uint32_t flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
-	/* A full buffer may make us wait for room (rb_block.c), but not in a
-	 * probe that interrupted another of this thread (a signal handler):
-	 * the room may be held by the reservation it interrupted. Our `nest`
-	 * counts both (ringtrace-abi.h). Any other context may wait: no lock
-	 * is held here (the stack below is captured before the reservation)
-	 * and the consumer is another process. */
-	unsigned wait = ringtrace__tls.nest > 1 ? RB_RES_NOWAIT : 0;
-	/* The suffix: declared with a stack, or in a region with stacks
-	 * unless the event is bare there (registry.c). */
-	if (!((flags & RINGTRACE__EVF_STACK) || (c->rb->stacks && (flags & RINGTRACE__EVF_SUFFIX)))) {
-		int r = rb_reserve(c, payload, tid, wait);
-		if (r && (flags & RINGTRACE__EVF_TRIGGER))
-			c->ext |= RINGTRACE__CTX_TRIGGER;
-		return r;
-	}
-	/* The stack suffix (ringtrace-abi.h), after the caller's payload:
-	 * captured before the reservation, so that the unwinding does not
-	 * hold a sub-buffer open. */
-	uint64_t ips[RINGTRACE__STACK_DEPTH];
-	uint32_t depth = 0;
-	uint32_t id = RINGTRACE__STACK_NONE;
-	if ((flags & (RINGTRACE__EVF_STACK | RINGTRACE__EVF_NO_STACK)) != RINGTRACE__EVF_NO_STACK)
-		id = rb_stack_capture(c->rb, ips, &depth);
+	*ret_tid = ringtrace__tls.tid;
+	return 1;
+}
+
+/* A full buffer may make us wait for room (rb_block.c), but not in a
+ * probe that interrupted another of this thread (a signal handler): the
+ * room may be held by the reservation it interrupted. Our `nest` counts
+ * both (ringtrace-abi.h). Any other context may wait: no lock is held
+ * here (a stack is captured before the reservation) and the consumer is
+ * another process. */
+static inline unsigned reserve_wait(void)
+{
+	return ringtrace__tls.nest > 1 ? RB_RES_NOWAIT : 0;
+}
+
+/* The record of an event with the stack suffix (ringtrace-abi.h) after
+ * the caller's payload: the map's id (depth 0), or the addresses. */
+static int reserve_suffix(struct ringtrace__wctx *c, uint32_t flags, uint32_t payload, uint32_t tid, uint32_t id,
+			  uint32_t depth, const uint64_t *ips)
+{
 	uint32_t extra = 5 + 8 * depth;
 	if (payload > PAYLOAD_LIMIT - extra)
 		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
@@ -135,7 +131,7 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	if (c->rb->use_rseq && c->id - 1 < RINGTRACE__EV_ID_EXT - 1)
 		done = ringtrace__reserve_rseq(c, c->rb, tid, payload + extra);
 #endif
-	if (!done && !rb_reserve(c, payload + extra, tid, wait))
+	if (!done && !rb_reserve(c, payload + extra, tid, reserve_wait()))
 		return 0;
 	char *p = c->payload + payload;
 	memcpy(p, &id, 4);
@@ -145,4 +141,38 @@ int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_ev
 	if (flags & RINGTRACE__EVF_TRIGGER)
 		c->ext |= RINGTRACE__CTX_TRIGGER;
 	return 1;
+}
+
+int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+			    uint32_t payload)
+{
+	uint32_t tid;
+	if (!reserve_start(c, &tid))
+		return 0;
+	uint32_t flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+	/* The suffix: declared with a stack, or in a region with stacks
+	 * unless the event is bare there (registry.c). */
+	if (!((flags & RINGTRACE__EVF_STACK) || (c->rb->stacks && (flags & RINGTRACE__EVF_SUFFIX)))) {
+		int r = rb_reserve(c, payload, tid, reserve_wait());
+		if (r && (flags & RINGTRACE__EVF_TRIGGER))
+			c->ext |= RINGTRACE__CTX_TRIGGER;
+		return r;
+	}
+	/* The stack is captured before the reservation, so that the
+	 * unwinding does not hold a sub-buffer open. */
+	uint64_t ips[RINGTRACE__STACK_DEPTH];
+	uint32_t depth = 0;
+	uint32_t id = RINGTRACE__STACK_NONE;
+	if ((flags & (RINGTRACE__EVF_STACK | RINGTRACE__EVF_NO_STACK)) != RINGTRACE__EVF_NO_STACK)
+		id = rb_stack_capture(c->rb, ips, &depth);
+	return reserve_suffix(c, flags, payload, tid, id, depth, ips);
+}
+
+int probe_reserve_suffix(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d, uint32_t payload,
+			 uint32_t id, uint32_t depth, const uint64_t *ips)
+{
+	uint32_t tid;
+	if (!reserve_start(c, &tid))
+		return 0;
+	return reserve_suffix(c, __atomic_load_n(&d->flags, __ATOMIC_RELAXED), payload, tid, id, depth, ips);
 }

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "lib/probe.h"
 #include "lib/registry.h"
 #include "lib/stack.h"
 #include "ringbuf/rb.h"
@@ -31,7 +32,8 @@
  * (noinline here, exported there; the probe is noinline). The first two
  * are libringtrace's, built with frame pointers (mk/stack.mk): the walk
  * passes them by those, and the probe too when it is the allocation
- * tracer's (rt_unwind_own()).
+ * tracer's (rt_unwind_own()). ringtrace__reserve_stack() captures in its
+ * own frame (capture_in() inlined): one of each fewer.
  */
 #define OWN_FRAMES 3
 #define OWN_FP_FRAMES 2
@@ -191,28 +193,34 @@ static __thread int *errno_at __attribute__((tls_model("initial-exec")));
  * counts its frame), by the tables or libunwind, else by frame pointers:
  * re-entered from a signal handler (-EBUSY), or a thread libunwind
  * cannot serve. */
-static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int method,
-							     struct rt_unwind_note *note)
+static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int method, const int frames,
+							     const int fp_frames, struct rt_unwind_note *note)
 {
 #if defined(__x86_64__)
 	/* The tables' walk inlined here (from this function's frame: one
 	 * frame fewer to skip), libunwind where it cannot do the capture. */
 	if ((method & ~RT_UNWIND_LAZY) == RT_UNWIND_TABLES) {
-		int n = rt_unwind_tables_here(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES - 1, OWN_FP_FRAMES - 1,
+		int n = rt_unwind_tables_here(buf, STACKMAP_MAX_DEPTH, frames - 1, fp_frames - 1,
 					      method & RT_UNWIND_LAZY, note);
 		if (n >= 0)
 			return n;
 		method = RT_UNWIND_LIBUNWIND;
 	}
 #endif
-	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, OWN_FP_FRAMES, method, note);
+	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, frames, fp_frames, method, note);
 	if (n < 0 && (method & ~RT_UNWIND_LAZY) != RT_UNWIND_FP)
-		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, OWN_FRAMES, RT_UNWIND_FP);
+		n = rt_unwind(buf, STACKMAP_MAX_DEPTH, frames, RT_UNWIND_FP);
 	return n;
 }
 
-__attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
-						     uint32_t *ret_depth)
+/*
+ * rb_stack_capture() inlined into the function that captures: `frames`
+ * to skip counting that function, the first `fp_frames` of them
+ * libringtrace's, passed by frame pointers (rt_unwind_own()).
+ */
+static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrace__rb *rb, uint64_t *ips,
+								  uint32_t *ret_depth, const int frames,
+								  const int fp_frames)
 {
 	struct lib_stack *s = rb->stk;
 	*ret_depth = 0;
@@ -241,7 +249,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	 * the unwinder's memo until the note's id turns out not to do
 	 * (below). */
 	struct rt_unwind_note note;
-	int n = unwind_here(buf, method | RT_UNWIND_LAZY, &note);
+	int n = unwind_here(buf, method | RT_UNWIND_LAZY, frames, fp_frames, &note);
 	ringtrace__tls.busy--;
 	if (n <= 0) {
 		*ep = saved_errno;
@@ -283,7 +291,7 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 		}
 		if (!rt_unwind_note_frames(&note, buf, n)) {
 			ringtrace__tls.busy++;
-			n = unwind_here(buf, method, &note);
+			n = unwind_here(buf, method, frames, fp_frames, &note);
 			ringtrace__tls.busy--;
 			*ep = saved_errno;
 			if (n <= 0)
@@ -309,6 +317,37 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 	 * the addresses themselves, so no stack is lost. */
 	*ret_depth = (uint32_t)n;
 	return RINGTRACE__STACK_NONE;
+}
+
+__attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips,
+						     uint32_t *ret_depth)
+{
+	return capture_in(rb, ips, ret_depth, OWN_FRAMES, OWN_FP_FRAMES);
+}
+
+/*
+ * The inline path of an event declared with a stack (ringtrace-abi.h):
+ * the capture inlined here, so that the frames to skip are this function
+ * (frame pointers) and the probe. The reservation is the probe's when
+ * the stack has an id of the map; else (the map had no room: the
+ * addresses go with the event) it is made here, as the slow path makes
+ * it. Called again with the id when the probe's reservation failed.
+ */
+int ringtrace__reserve_stack(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d, uint32_t payload,
+			     uint32_t *io_id)
+{
+	uint32_t id = *io_id;
+	if (id == 0) {
+		uint64_t ips[STACKMAP_MAX_DEPTH];
+		uint32_t depth;
+		id = capture_in(c->rb, ips, &depth, OWN_FRAMES - 1, OWN_FP_FRAMES - 1);
+		if (!depth) {
+			*io_id = id;
+			return -1;
+		}
+		return probe_reserve_suffix(c, d, payload, id, depth, ips);
+	}
+	return probe_reserve_suffix(c, d, payload, id, 0, NULL);
 }
 
 /*

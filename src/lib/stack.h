@@ -5,7 +5,9 @@
  * A region with a stack area (rb.h) holds the stack map and the log of
  * loaded objects. stack_attach() opens them for a region the library is
  * about to publish; from then on a probe's slow path (probe.c) calls
- * rb_stack_capture() to turn the calling thread's stack into an id. stack_log_maps() appends the objects loaded since the last
+ * rb_stack_capture() to turn the calling thread's stack into an id, and
+ * the inline path of an event declared with a stack calls the ABI's
+ * ringtrace__reserve_stack() (here), which captures in its own frame. stack_log_maps() appends the objects loaded since the last
  * call to the log (at attach, and after dlopen: the registry calls it when
  * an object with tracepoints appears, the control thread when the loader's
  * counters moved).

@@ -66,6 +66,24 @@ if [ -d t1 ]; then
 fi
 finish "every stack id of the trace resolves to symbols, in the signal handler too"
 
+# ---- the tracepoints' captures checked against libunwind -------------------
+# An event declared with a stack is captured on the probe's inline path
+# (ringtrace__reserve_stack(), whose own frame is the only one of ours
+# left to skip); verification mode compares each capture the tables
+# answered with libunwind's from the same frame.
+begin
+RINGTRACE_UNWIND_VERIFY=1 RINGTRACE_UNWIND_STATS="$T/v.stats" "$RT" record -o t8 -- "$PROG" $N >out8 2>err8 ||
+	{ why "record failed"; show err8; }
+line=$(grep '^unwind ' "$T/v.stats" 2>/dev/null | head -n 1)
+echo "# verify: $line"
+vval() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+eq "verification on" "$(vval verify)" 1
+eq "mismatches with libunwind" "$(vval mismatches)" 0
+[ "$(vval verified)" -ge $((3 * N)) ] 2>/dev/null || why "only $(vval verified) captures verified (want >= $((3 * N)))"
+"$RT" stackmap t8 --folded >fold8 2>&1
+grep -Eq "(^|;)main;path_a;leaf $N\$" fold8 || { why "no 'main;path_a;leaf $N'"; show fold8 6; }
+finish "tracepoint captures = libunwind's (verification mode), the probe's frame and ours skipped"
+
 # ---- captures in signal handlers that interrupt malloc ---------------------
 begin
 timeout 120 "$RT" record -o t6 -- "$PROG" storm >out6 2>err6 || { why "record failed or hung"; show err6; }
