@@ -22,6 +22,7 @@
 #include "ringbuf/rb.h"
 #include "stackmap/maplog.h"
 #include "stackmap/stackmap.h"
+#include "stackmap/stackmap_hit.h"
 #include "sym/maps.h"
 #include "unwind/unwind.h"
 
@@ -149,7 +150,10 @@ void stack_log_maps(struct ringtrace__rb *rb, int force)
  * pointers (libringtrace's own frames keep them, so the walk reaches the
  * code that fired the event, and beyond where that code keeps them too).
  * One rt_sigprocmask per capture for a thread's first 64, then one per 64
- * (a thread that blocks signals for good stays on the FP walk).
+ * (a thread that blocks signals for good stays on the FP walk). With the
+ * tables, only the captures they cannot answer ask (unwind_here()): a
+ * server's threads that keep their signals blocked made one system call
+ * per 64 captures otherwise.
  */
 static __thread uint32_t thread_ready __attribute__((tls_model("initial-exec")));
 static __thread uint32_t thread_tries __attribute__((tls_model("initial-exec")));
@@ -205,6 +209,11 @@ static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int
 		if (n >= 0)
 			return n;
 		method = RT_UNWIND_LIBUNWIND;
+		/* Only libunwind needs the thread prepared: a thread whose
+		 * signals stay blocked asks at its fallbacks, not at every
+		 * capture. */
+		if (!thread_ready)
+			thread_prepare();
 	}
 #endif
 	int n = rt_unwind_own(buf, STACKMAP_MAX_DEPTH, frames, fp_frames, method, note);
@@ -235,7 +244,7 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 		method = RT_UNWIND_FP;
 	/* libunwind may allocate (its per-thread caches): the tracer's. */
 	ringtrace__tls.busy++;
-	if (!thread_ready && method != RT_UNWIND_FP)
+	if (!thread_ready && method == RT_UNWIND_LIBUNWIND)
 		thread_prepare();
 	else if (__builtin_expect(rt_unwind_want_refresh(), 0) && method == RT_UNWIND_TABLES)
 		refresh_tables();
@@ -284,7 +293,9 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 		 * of the memo, or, should a signal handler's captures have
 		 * recorded it again meanwhile (seldom), capture again. */
 		if (known) {
-			r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, ucpu, &h, 1, &id);
+			r = stackmap_hint_hit(&s->map, ucpu, &h, &id);
+			if (r != STACKMAP_FROM_HINT)
+				r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, ucpu, &h, 1, &id);
 			if (r == STACKMAP_FROM_HINT)
 				return id;
 			known = 0;

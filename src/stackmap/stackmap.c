@@ -21,27 +21,8 @@
 #include <unistd.h>
 
 #include "stackmap/stackmap.h"
+#include "stackmap/stackmap_hit.h"
 
-/*
- * STACKMAP_RSEQ: count the calls of the CPU a thread runs on with rseq
- * critical sections (x86-64 only: the sections are written in assembly).
- * Off under TSan, which cannot see the ordering they rely on (membarrier),
- * and with -DRINGTRACE_NO_RSEQ, the switch the tracepoints honour too.
- */
-#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && \
-	!defined(RINGTRACE_NO_RSEQ) && defined(__has_include)
-#  if __has_include(<sys/rseq.h>) && __has_include(<linux/membarrier.h>)
-#    define STACKMAP_RSEQ 1
-#  endif
-#endif
-#if defined(STACKMAP_RSEQ) && defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    undef STACKMAP_RSEQ
-#  endif
-#endif
-#ifndef STACKMAP_RSEQ
-#  define STACKMAP_RSEQ 0
-#endif
 
 #if defined(__linux__) && defined(__has_include)
 #  if __has_include(<linux/membarrier.h>)
@@ -54,9 +35,6 @@
 #  define STACKMAP_MEMBARRIER 0
 #endif
 
-#if STACKMAP_RSEQ
-#  include <sys/rseq.h>
-#endif
 
 _Static_assert(sizeof(struct stackmap_header) == 192, "header layout");
 _Static_assert(offsetof(struct stackmap_header, resetting) == 72, "header layout");
@@ -458,75 +436,6 @@ other:
 	return 1;
 }
 
-/*
- * A hint hit of `id` in epoch `epoch` counted in this CPU's hits, as the
- * whole of the call (get_id()): the same kind of section, its commit the
- * add. The entry's first word is its tag, id | epoch << 32. An entry of
- * this id and epoch is added to; a free one (id 0) or one of another
- * epoch is taken: count 0, then the tag, then the add (a section aborted
- * between leaves an entry of an old epoch, or this one's with a count of
- * 0: both harmless). 0 after the add; 1 without it (another CPU, aborted,
- * or the entry belongs to another id of this epoch): the caller then
- * takes the handshake's path.
- *
- * Why no handshake with reset: the only shared word this writes is the
- * entry, and a reset does not need it quiet. It bumps the epoch, and
- * readers count only entries of the current one (read_elem(),
- * cpu_counts()), so an add that lands after a reset (its tag checked
- * before) counts in the old epoch, as if made before the reset; the
- * zeroing of the entries at reset may meet such an add and leave count 1
- * with id 0, which nothing counts and the next taker zeroes.
- */
-static inline __attribute__((always_inline)) int rseq_hit(struct stackmap_hit *h, uint32_t id, uint32_t epoch,
-							  uint32_t cpu)
-{
-	uint64_t tag = (uint64_t)id | (uint64_t)epoch << 32;
-	__asm__ __volatile__ goto(
-		".pushsection __rseq_cs, \"aw\"\n\t"
-		".balign 32\n"
-		"891:\n\t"
-		".long 0, 0\n\t"
-		".quad 892f, 893f - 892f, 894f\n\t"
-		".popsection\n\t"
-		"leaq 891b(%%rip), %%rax\n\t"
-		"movq %%rax, %%fs:8(%[off])\n"
-		"892:\n\t"
-		"cmpl %[cpu], %%fs:4(%[off])\n\t"
-		"jne %l[other]\n\t"
-		"movq 0(%[h]), %%rax\n\t"
-		"cmpq %[tag], %%rax\n\t"
-		"je 895f\n\t"
-		"testl %%eax, %%eax\n\t"
-		"je 896f\n\t"
-		"shrq $32, %%rax\n\t"
-		"cmpl %[epoch], %%eax\n\t"
-		"je %l[other]\n"
-		"896:\n\t"
-		"movq $0, 8(%[h])\n\t"
-		"movq %[tag], 0(%[h])\n"
-		"895:\n\t"
-		"addq $1, 8(%[h])\n"
-		"893:\n\t"
-		".pushsection __rseq_failure, \"ax\"\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"
-		".long %c[sig]\n"
-		"894:\n\t"
-		"jmp %l[other]\n\t"
-		".popsection"
-		:
-		: [off] "r"(__rseq_offset), [cpu] "r"(cpu), [h] "r"(h), [tag] "r"(tag), [epoch] "r"(epoch),
-		  [sig] "i"(RSEQ_SIG)
-		: "memory", "cc", "rax"
-		: other);
-	return 0;
-other:
-	return 1;
-}
-
-static inline __attribute__((always_inline)) void rseq_done(void)
-{
-	__asm__ __volatile__("movq $0, %%fs:8(%0)" : : "r"(__rseq_offset) : "memory");
-}
 #endif
 
 /*
@@ -692,13 +601,6 @@ static __attribute__((noinline, cold)) int leave_dropped(struct stackmap_cpu *c,
  * after the call's last access to the table and the pool; a reset that
  * counts it knows the call is done with them.
  */
-/* The hint names a stack of this view's map in this epoch (an id in range;
- * the element of an id never changes within an epoch). */
-static inline __attribute__((always_inline)) int hint_names(const struct stackmap *map,
-							     const struct stackmap_hint *hint, uint32_t epoch)
-{
-	return hint->serial == map->serial && hint->epoch == epoch && hint->id - 1 < map->max;
-}
 
 static inline __attribute__((always_inline)) int get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth,
 							 uint32_t cpu, struct stackmap_hint *hint, int known,

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "stackmap/stackmap.h"
+#include "stackmap/stackmap_hit.h"
 
 #define SEED UINT64_C(0x0123456789abcdef)
 
@@ -818,6 +819,57 @@ static void test_percpu_hint_hits(void **state)
  * map's percpu flag alone and counts through the atomic halves; it reads
  * what a caller's view recorded, hint hits included, and resets it.
  */
+/*
+ * The capture path's inline hint hit (stackmap_hit.h): with per-CPU
+ * counting, a hint of this map and epoch is answered and counted in the
+ * CPU's entries (the map's successes and the stack's count see it);
+ * anything else (no per-CPU counting, a CPU out of range, another view's
+ * hint, an old epoch, an id out of range) is -ENODATA and counts nothing.
+ */
+static void test_inline_hint_hit(void **state)
+{
+	(void)state;
+	cpu_set_t old;
+	uint32_t here = pin_to_first(&old);
+	struct fixture *f = new_map(10, here + 1, SEED);
+	struct stackmap *m = &f->map;
+	uint64_t ips[6];
+	make_stack(ips, 6, 3);
+	struct stackmap_hint h = { 0, 0, 0 };
+	uint32_t id = 0, got = 0;
+	assert_int_equal(stackmap_get_id_hint(m, ips, 6, here, &h, 0, &id), 1);
+	struct stackmap_stat st;
+	if (m->percpu) {
+		for (int k = 0; k < 100; k++) {
+			got = 0;
+			assert_int_equal(stackmap_hint_hit(m, here, &h, &got), STACKMAP_FROM_HINT);
+			assert_int_equal(got, id);
+		}
+		assert_int_equal(stackmap_stat(m, &st), 0);
+		assert_int_equal(st.successes, 101);
+		assert_int_equal(ref_of(m, id), 101);
+	}
+	uint64_t before = stackmap_stat(m, &st) == 0 ? st.successes : 0;
+	assert_int_equal(stackmap_hint_hit(m, m->ncpus, &h, &got), -ENODATA);
+	struct stackmap_hint bad = h;
+	bad.serial++;
+	assert_int_equal(stackmap_hint_hit(m, here, &bad, &got), -ENODATA);
+	bad = h;
+	bad.id = m->max + 1;
+	assert_int_equal(stackmap_hint_hit(m, here, &bad, &got), -ENODATA);
+	uint32_t percpu = m->percpu;
+	m->percpu = 0;
+	assert_int_equal(stackmap_hint_hit(m, here, &h, &got), -ENODATA);
+	m->percpu = percpu;
+	assert_int_equal(stackmap_reset(m, 0), 0);
+	assert_int_equal(stackmap_hint_hit(m, here, &h, &got), -ENODATA);
+	assert_int_equal(stackmap_stat(m, &st), 0);
+	assert_int_equal(st.successes, 0);
+	assert_true(before >= 1);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	free_map(f);
+}
+
 static void test_open_view(void **state)
 {
 	(void)state;
@@ -1581,6 +1633,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset_percpu_halves, setup, teardown),
 		cmocka_unit_test(test_percpu_counters),
 		cmocka_unit_test(test_percpu_hint_hits),
+		cmocka_unit_test(test_inline_hint_hit),
 		cmocka_unit_test(test_open_view),
 		cmocka_unit_test(test_reset_under_load),
 		cmocka_unit_test_setup_teardown(test_open_damaged, setup, teardown),
