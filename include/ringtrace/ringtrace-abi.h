@@ -94,8 +94,10 @@ struct ringtrace_event_desc {
  * end with the stack suffix in a region that gives every event a stack
  * (src/lib/registry.c): before their signature is logged there, and
  * before a probe can see that region or the definition's id. It keeps
- * them off the inline path (any flag but NO_STACK does), which writes
- * no suffix; the slow path writes one when the region has stacks. */
+ * them off ringtrace__reserve()'s inline path (any flag but NO_STACK
+ * does), which writes no suffix; the slow path writes one when the
+ * region has stacks. (An event declared with a stack writes its suffix
+ * inline whether or not it has this flag: ringtrace__reserve_stk().) */
 #define RINGTRACE__EVF_SUFFIX 0x4u
 /* Set at run time by the library: the event arms a snapshot trigger, its
  * commit calls ringtrace__trigger() (src/lib/trigger.h). */
@@ -240,7 +242,9 @@ struct ringtrace__rb {
 	 * (signature "u32 stack_id;x64 stack[u8]"): depth is 0 when the id
 	 * names a stack of the region's map; when the map had no room the id
 	 * is RINGTRACE__STACK_NONE and the addresses follow. The probe's fast
-	 * path is for events without a suffix only.
+	 * path writes the suffix only for events declared with a stack
+	 * (ringtrace__reserve_stk()); the others that carry one take the
+	 * slow path.
 	 */
 	uint32_t stacks;
 	/* use_rseq && !stacks && clock_tsc: the inline path may read the TSC
@@ -599,8 +603,9 @@ RINGTRACE__INLINE void ringtrace__nest_add(uint32_t v)
  * The common case of a reservation, with rseq: a compact header and room
  * in the open sub-buffer of this CPU. 1 with *c filled (c->rb and c->id
  * set by the caller), 0 when any of that does not hold (nothing done).
- * Inline in every probe for events without a stack suffix; the slow path
- * uses it too once it has captured an event's stack (src/lib/probe.c).
+ * Inline in every probe (with the suffix's 5 bytes for an event declared
+ * with a stack); the slow path uses it too once it has captured an
+ * event's stack (src/lib/probe.c).
  */
 RINGTRACE__INLINE int ringtrace__reserve_rseq(struct ringtrace__wctx *c, struct ringtrace__rb *rb, uint32_t tid,
 					      uint32_t payload)
@@ -743,7 +748,9 @@ RINGTRACE__INLINE int ringtrace__reserve_stk(struct ringtrace__wctx *c,
 				c->payload[payload + 4] = 0;
 				return 1;
 			}
-			r = ringtrace__reserve_stack(&slow, d, payload, &sid);
+			/* sid is an id or RINGTRACE__STACK_NONE, never 0:
+			 * reserve only (1, or 0 when dropped). */
+			r = ringtrace__reserve_stack(&slow, d, payload, &sid) > 0;
 		}
 	} else {
 		r = ringtrace__reserve_slow(&slow, d, payload);

@@ -12,7 +12,8 @@
  * through rb_reserve() and rb_commit(): the buffer never calls up here.
  *
  * Load: every event that misses the fast path (a sub-buffer switch, a
- * thread's first event, every event with a stack or in a session without
+ * thread's first event, every event with a stack but those declared with
+ * one whose stack the map names, every event in a session without
  * rseq). Never allocates or prints, and blocks only as the buffer's
  * bounded wait for room (src/ringbuf/rb_block.c), which this file allows
  * or forbids by context; its own system calls are gettid and
@@ -124,8 +125,8 @@ static int reserve_suffix(struct ringtrace__wctx *c, uint32_t flags, uint32_t pa
 	if (payload > PAYLOAD_LIMIT - extra)
 		payload = PAYLOAD_LIMIT - extra; /* dropped as too big */
 	/* Room in the open sub-buffer, the common case: the probes' own
-	 * inline reservation (a region with stacks keeps them off it, since
-	 * their events lack the suffix); anything else, rb_reserve. */
+	 * inline reservation, here with the suffix's bytes; anything else,
+	 * rb_reserve. */
 	int done = 0;
 #if RINGTRACE__RSEQ
 	if (c->rb->use_rseq && c->id - 1 < RINGTRACE__EV_ID_EXT - 1)

@@ -151,9 +151,10 @@ void stack_log_maps(struct ringtrace__rb *rb, int force)
  * code that fired the event, and beyond where that code keeps them too).
  * One rt_sigprocmask per capture for a thread's first 64, then one per 64
  * (a thread that blocks signals for good stays on the FP walk). With the
- * tables, only the captures they cannot answer ask (unwind_here()): a
- * server's threads that keep their signals blocked made one system call
- * per 64 captures otherwise.
+ * tables and past those 64, only the captures they cannot answer ask
+ * (unwind_here()), unless libunwind checks every capture (verification):
+ * a server's threads that keep their signals blocked made one system
+ * call per 64 captures otherwise.
  */
 static __thread uint32_t thread_ready __attribute__((tls_model("initial-exec")));
 static __thread uint32_t thread_tries __attribute__((tls_model("initial-exec")));
@@ -168,6 +169,18 @@ static void thread_prepare(void)
 	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof(mask)) == 0 && mask == 0 &&
 	    rt_unwind_thread_init() == 0)
 		thread_ready = 1;
+}
+
+/* Whether this capture asks to prepare the thread (thread_prepare()). */
+static inline int prepare_now(int method)
+{
+	if (thread_ready || method == RT_UNWIND_FP)
+		return 0;
+#if defined(__x86_64__)
+	if (method == RT_UNWIND_TABLES && thread_tries >= 64 && !rt_unwind_verifying)
+		return 0;
+#endif
+	return 1;
 }
 
 /*
@@ -193,8 +206,9 @@ static void refresh_tables(void)
  * address of a thread's errno never changes. */
 static __thread int *errno_at __attribute__((tls_model("initial-exec")));
 
-/* The frames above rb_stack_capture (always inlined into it: the skip
- * counts its frame), by the tables or libunwind, else by frame pointers:
+/* The frames above the function that captures (this is inlined into it
+ * through capture_in(): `frames` counts its frame), by the tables or
+ * libunwind, else by frame pointers:
  * re-entered from a signal handler (-EBUSY), or a thread libunwind
  * cannot serve. */
 static inline __attribute__((always_inline)) int unwind_here(uintptr_t *buf, int method, const int frames,
@@ -244,7 +258,7 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 		method = RT_UNWIND_FP;
 	/* libunwind may allocate (its per-thread caches): the tracer's. */
 	ringtrace__tls.busy++;
-	if (!thread_ready && method == RT_UNWIND_LIBUNWIND)
+	if (prepare_now(method))
 		thread_prepare();
 	else if (__builtin_expect(rt_unwind_want_refresh(), 0) && method == RT_UNWIND_TABLES)
 		refresh_tables();
@@ -376,7 +390,7 @@ __attribute__((noinline)) uint32_t ringtrace__stack_id(void)
 	if (rb && rb->stacks && rb->stk) {
 		uint64_t ips[STACKMAP_MAX_DEPTH];
 		uint32_t depth;
-		id = rb_stack_capture(rb, ips, &depth);
+		id = capture_in(rb, ips, &depth, OWN_FRAMES - 1, OWN_FP_FRAMES - 1);
 	}
 	RINGTRACE__BARRIER();
 	ringtrace__nest_add((uint32_t)-1);

@@ -46,7 +46,8 @@ void stack_log_maps(struct ringtrace__rb *rb, int force);
  * or RINGTRACE__STACK_NONE with the addresses in ips[STACKMAP_MAX_DEPTH]
  * and their number in *ret_depth (0 when nothing could be captured).
  * From probes only: the runtime's slow path (probe.c) calls it for the
- * stack suffix of an event.
+ * stack suffix of an event (ringtrace__reserve_stack(), the inline path's,
+ * captures with the same code in its own frame).
  */
 uint32_t rb_stack_capture(struct ringtrace__rb *rb, uint64_t *ips, uint32_t *ret_depth);
 

@@ -44,7 +44,7 @@ finish "the ring buffer calls nothing of the runtime"
 
 begin
 sed -n '/global:/,/local:/p' "$REPO/src/lib/libringtrace.map" | tr -d ' \t;' |
-	grep -v -e '^global:' -e '^local:' -e '^$' | sort >map.syms
+	grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | sort >map.syms
 timeout 60 nm -D --defined-only "$BUILD/lib/libringtrace.so" | awk 'NF == 3 { print $3 }' |
 	sed 's/@.*//' | grep -v '^RINGTRACE_' | sort -u >so.syms
 [ -s map.syms ] || why "no names read from src/lib/libringtrace.map"

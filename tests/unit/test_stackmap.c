@@ -815,11 +815,6 @@ static void test_percpu_hint_hits(void **state)
 }
 
 /*
- * A view for readers and resets (stackmap_open_view()): it leaves the
- * map's percpu flag alone and counts through the atomic halves; it reads
- * what a caller's view recorded, hint hits included, and resets it.
- */
-/*
  * The capture path's inline hint hit (stackmap_hit.h): with per-CPU
  * counting, a hint of this map and epoch is answered and counted in the
  * CPU's entries (the map's successes and the stack's count see it);
@@ -870,6 +865,11 @@ static void test_inline_hint_hit(void **state)
 	free_map(f);
 }
 
+/*
+ * A view for readers and resets (stackmap_open_view()): it leaves the
+ * map's percpu flag alone and counts through the atomic halves; it reads
+ * what a caller's view recorded, hint hits included, and resets it.
+ */
 static void test_open_view(void **state)
 {
 	(void)state;
