@@ -96,8 +96,8 @@ struct ringtrace_event_desc {
  * before a probe can see that region or the definition's id. It keeps
  * them off ringtrace__reserve()'s inline path (any flag but NO_STACK
  * does), which writes no suffix; the slow path writes one when the
- * region has stacks. (An event declared with a stack writes its suffix
- * inline whether or not it has this flag: ringtrace__reserve_stk().) */
+ * region has stacks. (With this flag alone, or with STACK, the suffix of
+ * a captured stack is written inline: ringtrace__reserve_suffixed().) */
 #define RINGTRACE__EVF_SUFFIX 0x4u
 /* Set at run time by the library: the event arms a snapshot trigger, its
  * commit calls ringtrace__trigger() (src/lib/trigger.h). */
@@ -242,9 +242,9 @@ struct ringtrace__rb {
 	 * (signature "u32 stack_id;x64 stack[u8]"): depth is 0 when the id
 	 * names a stack of the region's map; when the map had no room the id
 	 * is RINGTRACE__STACK_NONE and the addresses follow. The probe's fast
-	 * path writes the suffix only for events declared with a stack
-	 * (ringtrace__reserve_stk()); the others that carry one take the
-	 * slow path.
+	 * path writes the suffix of an event whose stack is captured
+	 * (ringtrace__reserve_suffixed()); the others that carry one (NO_STACK
+	 * with SUFFIX: "no stack") take the slow path.
 	 */
 	uint32_t stacks;
 	/* use_rseq && !stacks && clock_tsc: the inline path may read the TSC
@@ -311,7 +311,7 @@ RINGTRACE__EXPORT void ringtrace__unregister_section(struct ringtrace_event_desc
 
 RINGTRACE__EXPORT int ringtrace__reserve_slow(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
 			    uint32_t payload);
-/* For an event declared with a stack (ringtrace__reserve_stk()): with
+/* For an event with a stack suffix (ringtrace__reserve_suffixed()): with
  * *io_id 0, capture the stack; return -1 with its id of the region's map
  * in *io_id (or RINGTRACE__STACK_NONE: no stack), for the caller to
  * reserve the record with its 5 bytes of suffix, else reserve it here as
@@ -684,8 +684,46 @@ RINGTRACE__INLINE int ringtrace__slow_done(struct ringtrace__wctx *c, const stru
 	return r;
 }
 
-RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
-				     const struct ringtrace_event_desc *d, uint32_t payload)
+#if RINGTRACE__RSEQ
+/*
+ * The inline path of an event whose record ends with the stack suffix
+ * and is captured: the library captures the stack, and the record is
+ * reserved here, as an event without one is, with the 5 bytes of the
+ * suffix (u32 id, u8 depth 0) written after the payload's room. A
+ * capture whose addresses must go with the event (the map had no room)
+ * is reserved by the library, as is one the inline reservation cannot
+ * make (with the id it has).
+ */
+RINGTRACE__INLINE int ringtrace__reserve_suffixed(struct ringtrace__wctx *c, struct ringtrace__wctx *slow,
+						  const struct ringtrace_event_desc *d, uint32_t tid,
+						  uint32_t payload)
+{
+	uint32_t sid = 0;
+	int r = ringtrace__reserve_stack(slow, d, payload, &sid);
+	if (r < 0) {
+		if (RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, slow->rb, tid, payload + 5))) {
+			memcpy(c->payload + payload, &sid, 4);
+			c->payload[payload + 4] = 0;
+			return 1;
+		}
+		/* sid is an id or RINGTRACE__STACK_NONE, never 0: reserve
+		 * only (1, or 0 when dropped). */
+		r = ringtrace__reserve_stack(slow, d, payload, &sid) > 0;
+	}
+	return ringtrace__slow_done(c, slow, r);
+}
+#endif
+
+/*
+ * `stk` (a constant): the probe also has the inline path of an event whose
+ * suffix carries a captured stack (ringtrace__reserve_suffixed()). Only
+ * the probes that expect one have it: an event declared with a stack, and
+ * every event of a translation unit that defines RINGTRACE_INLINE_SUFFIX
+ * (ringtrace.h); in the others it would cost the bare events' path a few
+ * spilled registers (0.3 ns of 12).
+ */
+RINGTRACE__INLINE int ringtrace__reserve_in(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+					uint32_t payload, const int stk)
 {
 	struct ringtrace__rb *rb = ringtrace__enter();
 	if (RINGTRACE__UNLIKELY(!rb))
@@ -695,14 +733,14 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	c->id = id;
 #if RINGTRACE__RSEQ
 	uint32_t tid = ringtrace__tls.tid;
+	uint32_t flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
 	/* id - 1 < 30: ids 1..30 have compact headers; 0 (a descriptor seen
 	 * before its id, possible on weakly ordered CPUs) goes to the slow path,
 	 * which drops it. */
 	/* In a region with stacks, every event that carries the stack
 	 * suffix there has a flag (STACK or SUFFIX): only the bare ones,
 	 * NO_STACK alone, take this path. */
-	if (RINGTRACE__LIKELY(rb->fast_any &&
-			      !(__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_NO_STACK) && tid != 0 &&
+	if (RINGTRACE__LIKELY(rb->fast_any && !(flags & ~RINGTRACE__EVF_NO_STACK) && tid != 0 &&
 			      id - 1 < RINGTRACE__EV_ID_EXT - 1) &&
 	    RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, rb, tid, payload)))
 		return 1;
@@ -710,55 +748,21 @@ RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c,
 	struct ringtrace__wctx slow;
 	slow.rb = rb;
 	slow.id = id;
+#if RINGTRACE__RSEQ
+	/* A suffix with a stack captured: declared with one, or in a region
+	 * that gives every event one. */
+	if (stk && rb->fast_any && (flags & (RINGTRACE__EVF_STACK | RINGTRACE__EVF_SUFFIX)) &&
+	    !(flags & ~(RINGTRACE__EVF_STACK | RINGTRACE__EVF_SUFFIX)) &&
+	    ((flags & RINGTRACE__EVF_STACK) || rb->stacks) && tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)
+		return ringtrace__reserve_suffixed(c, &slow, d, tid, payload);
+#endif
 	return ringtrace__slow_done(c, &slow, ringtrace__reserve_slow(&slow, d, payload));
 }
 
-/*
- * ringtrace__reserve() for an event declared with a stack: while its flags
- * are STACK (and SUFFIX) alone, the library captures the stack and the
- * record is reserved here, as an event without one is, with the 5 bytes
- * of the suffix (u32 id, u8 depth 0) written after the payload's room.
- * The rest, and a capture whose addresses must go with the event (the
- * map had no room), go through the library as before.
- */
-RINGTRACE__INLINE int ringtrace__reserve_stk(struct ringtrace__wctx *c,
-					 const struct ringtrace_event_desc *d, uint32_t payload)
+RINGTRACE__INLINE int ringtrace__reserve(struct ringtrace__wctx *c, const struct ringtrace_event_desc *d,
+				     uint32_t payload)
 {
-#if RINGTRACE__RSEQ
-	struct ringtrace__rb *rb = ringtrace__enter();
-	if (RINGTRACE__UNLIKELY(!rb))
-		return 0;
-	uint32_t id = d->id;
-	uint32_t tid = ringtrace__tls.tid;
-	struct ringtrace__wctx slow;
-	slow.rb = rb;
-	slow.id = id;
-	int r;
-	if (RINGTRACE__LIKELY(rb->fast_any &&
-			      (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & ~RINGTRACE__EVF_SUFFIX) ==
-				      RINGTRACE__EVF_STACK &&
-			      tid != 0 && id - 1 < RINGTRACE__EV_ID_EXT - 1)) {
-		uint32_t sid = 0;
-		r = ringtrace__reserve_stack(&slow, d, payload, &sid);
-		if (r < 0) {
-			c->rb = rb;
-			c->id = id;
-			if (RINGTRACE__LIKELY(ringtrace__reserve_rseq(c, rb, tid, payload + 5))) {
-				memcpy(c->payload + payload, &sid, 4);
-				c->payload[payload + 4] = 0;
-				return 1;
-			}
-			/* sid is an id or RINGTRACE__STACK_NONE, never 0:
-			 * reserve only (1, or 0 when dropped). */
-			r = ringtrace__reserve_stack(&slow, d, payload, &sid) > 0;
-		}
-	} else {
-		r = ringtrace__reserve_slow(&slow, d, payload);
-	}
-	return ringtrace__slow_done(c, &slow, r);
-#else
-	return ringtrace__reserve(c, d, payload);
-#endif
+	return ringtrace__reserve_in(c, d, payload, 0);
 }
 
 RINGTRACE__INLINE void ringtrace__commit(struct ringtrace__wctx *c)

@@ -61,6 +61,13 @@
  * (libunwind's fast trace, about 200 ns for 16 frames) is paid only while
  * the event records. docs/stackmap.md has the details.
  *
+ * A translation unit whose events are recorded with stacks most of the
+ * time (under `record --stacks`, as the allocation tracer's are) may
+ * `#define RINGTRACE_INLINE_SUFFIX 1` before including this header: its
+ * probes then write the stack suffix on their inline path, as those of
+ * events declared with a stack do (a third of the cost of a stack that
+ * repeats), at the price of a larger probe.
+ *
  * An event with no fields is declared and fired with nothing after its
  * name. ISO C before C23 and C++ before C++20 want an argument there, so
  * under -Wpedantic those two uses (and only those) are warned about.
@@ -333,6 +340,12 @@ static void ringtrace__unregister_tu(void)
 #    define RINGTRACE__RETAIN , retain
 #  endif
 #endif
+#ifdef RINGTRACE_INLINE_SUFFIX
+#  define RINGTRACE__SUFFIX_INLINE 1
+#else
+#  define RINGTRACE__SUFFIX_INLINE 0
+#endif
+
 #ifndef RINGTRACE__RETAIN
 #  define RINGTRACE__RETAIN
 #endif
@@ -409,10 +422,11 @@ static void ringtrace__unregister_tu(void)
 			UINT64_C(0) fe(RINGTRACE__OP_SIZE, RINGTRACE__SEP_NONE, __VA_ARGS__); \
 		struct ringtrace__wctx ringtrace__ctx; \
 		char *ringtrace__p RINGTRACE__UNUSED; \
-		const uint32_t ringtrace__len = ringtrace__size > RINGTRACE__PAYLOAD_MAX \
-			? RINGTRACE__PAYLOAD_MAX : RINGTRACE__CAST(uint32_t, ringtrace__size); \
-		if (!(stk ? ringtrace__reserve_stk(&ringtrace__ctx, &desc, ringtrace__len) \
-			  : ringtrace__reserve(&ringtrace__ctx, &desc, ringtrace__len))) \
+		if (!ringtrace__reserve_in(&ringtrace__ctx, &desc, \
+					ringtrace__size > RINGTRACE__PAYLOAD_MAX \
+						? RINGTRACE__PAYLOAD_MAX \
+						: RINGTRACE__CAST(uint32_t, ringtrace__size), \
+					stk || RINGTRACE__SUFFIX_INLINE)) \
 			return; \
 		ringtrace__p = ringtrace__ctx.payload; \
 		fe(RINGTRACE__OP_WRITE, RINGTRACE__SEP_NONE, __VA_ARGS__) \

@@ -351,7 +351,9 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 }
 
 /*
- * The inline path of an event declared with a stack (ringtrace-abi.h):
+ * The inline path of an event whose suffix carries a captured stack
+ * (ringtrace-abi.h: declared with one, or any event of the allocation
+ * tracer in a region with stacks):
  * the capture inlined here, so that the frames to skip are this function
  * (frame pointers) and the probe. The reservation is the probe's when
  * the stack has an id of the map; else (the map had no room: the

@@ -6,8 +6,9 @@
  * loaded objects. stack_attach() opens them for a region the library is
  * about to publish; from then on a probe's slow path (probe.c) calls
  * rb_stack_capture() to turn the calling thread's stack into an id, and
- * the inline path of an event declared with a stack calls the ABI's
- * ringtrace__reserve_stack() (here), which captures in its own frame. stack_log_maps() appends the objects loaded since the last
+ * the inline path of an event whose suffix carries a captured stack calls
+ * the ABI's ringtrace__reserve_stack() (here), which captures in its own
+ * frame. stack_log_maps() appends the objects loaded since the last
  * call to the log (at attach, and after dlopen: the registry calls it when
  * an object with tracepoints appears, the control thread when the loader's
  * counters moved).

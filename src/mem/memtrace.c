@@ -31,6 +31,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Recorded with stacks by default (`ringtrace mem`): the probes write the
+ * stack suffix on their inline path. */
+#define RINGTRACE_INLINE_SUFFIX 1
 #include <ringtrace/ringtrace.h>
 
 #include "mem/mem_family.h"
