@@ -388,7 +388,7 @@ if [ -s "$OUT/stackmap.txt" ]; then
 	echo
 fi
 if grep -q '^result unwind_' "$RES"; then
-	echo "Stack capture, ns per unwind (median; default unwinder: libunwind, see docs/stack-capture.md)"
+	echo "Stack capture, ns per unwind (median; default unwinder: the tables (tables_*), libunwind their fallback; docs/stack-capture.md)"
 	awk '/^result unwind_/ { sub(/^unwind_/, "", $2); printf "  %-28s %10s\n", $2, $3 }' "$RES"
 	echo
 fi
