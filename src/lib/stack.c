@@ -33,8 +33,9 @@
  * (noinline here, exported there; the probe is noinline). The first two
  * are libringtrace's, built with frame pointers (mk/stack.mk): the walk
  * passes them by those, and the probe too when it is the allocation
- * tracer's (rt_unwind_own()). ringtrace__reserve_stack() captures in its
- * own frame (capture_in() inlined): one of each fewer.
+ * tracer's (rt_unwind_own()). ringtrace__reserve_stack() and
+ * ringtrace__stack_id() capture in their own frames (capture_in()
+ * inlined): one of each fewer.
  */
 #define OWN_FRAMES 3
 #define OWN_FP_FRAMES 2
@@ -378,9 +379,9 @@ int ringtrace__reserve_stack(struct ringtrace__wctx *c, const struct ringtrace_e
 }
 
 /*
- * Frames: rb_stack_capture skips itself, this function and its caller (the
- * allocation tracer's accounting function), as it skips reserve_slow and
- * the probe for an event. The region is held as a probe holds it (nest,
+ * Frames: the capture, inlined here, skips this function and its caller
+ * (the allocation tracer's accounting function), as rb_stack_capture
+ * skips reserve_slow and the probe for an event. The region is held as a probe holds it (nest,
  * paired with the grace period before a region is unmapped, rcu.c).
  */
 __attribute__((noinline)) uint32_t ringtrace__stack_id(void)
