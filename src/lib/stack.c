@@ -354,9 +354,8 @@ __attribute__((noinline)) uint32_t rb_stack_capture(struct ringtrace__rb *rb, ui
 /*
  * The inline path of an event whose suffix carries a captured stack
  * (ringtrace-abi.h: declared with one, or any event of the allocation
- * tracer in a region with stacks):
- * the capture inlined here, so that the frames to skip are this function
- * (frame pointers) and the probe. The reservation is the probe's when
+ * tracer in a region with stacks): the capture inlined here, so that the
+ * frames to skip are this function (frame pointers) and the probe. The reservation is the probe's when
  * the stack has an id of the map; else (the map had no room: the
  * addresses go with the event) it is made here, as the slow path makes
  * it. Called again with the id when the probe's reservation failed.
@@ -381,8 +380,9 @@ int ringtrace__reserve_stack(struct ringtrace__wctx *c, const struct ringtrace_e
 /*
  * Frames: the capture, inlined here, skips this function and its caller
  * (the allocation tracer's accounting function), as rb_stack_capture
- * skips reserve_slow and the probe for an event. The region is held as a probe holds it (nest,
- * paired with the grace period before a region is unmapped, rcu.c).
+ * skips reserve_slow and the probe for an event. The region is held as a
+ * probe holds it (nest, paired with the grace period before a region is
+ * unmapped, rcu.c).
  */
 __attribute__((noinline)) uint32_t ringtrace__stack_id(void)
 {

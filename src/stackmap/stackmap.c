@@ -23,7 +23,6 @@
 #include "stackmap/stackmap.h"
 #include "stackmap/stackmap_hit.h"
 
-
 #if defined(__linux__) && defined(__has_include)
 #  if __has_include(<linux/membarrier.h>)
 #    include <linux/membarrier.h>
@@ -34,7 +33,6 @@
 #ifndef STACKMAP_MEMBARRIER
 #  define STACKMAP_MEMBARRIER 0
 #endif
-
 
 _Static_assert(sizeof(struct stackmap_header) == 192, "header layout");
 _Static_assert(offsetof(struct stackmap_header, resetting) == 72, "header layout");
@@ -601,7 +599,6 @@ static __attribute__((noinline, cold)) int leave_dropped(struct stackmap_cpu *c,
  * after the call's last access to the table and the pool; a reset that
  * counts it knows the call is done with them.
  */
-
 static inline __attribute__((always_inline)) int get_id(struct stackmap *map, const uint64_t *ips, uint32_t depth,
 							 uint32_t cpu, struct stackmap_hint *hint, int known,
 							 uint32_t *ret_id)
@@ -641,12 +638,8 @@ static inline __attribute__((always_inline)) int get_id(struct stackmap *map, co
 		 * the old epoch. Else (another CPU, an entry of another id)
 		 * the handshake's path below, which counts in the ref.
 		 */
-		int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch0, cpu);
-		rseq_done();
-		if (!other) {
-			*ret_id = hint->id;
+		if (hint_hit_counted(c, hint, epoch0, cpu, ret_id) == STACKMAP_FROM_HINT)
 			return STACKMAP_FROM_HINT;
-		}
 	}
 	if (percpu && rseq_inc(&c->l_entries, cpu) == 0) {
 		/* Acquire, partner: the release store that ends a reset (a

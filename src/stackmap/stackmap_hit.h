@@ -106,6 +106,22 @@ static inline __attribute__((always_inline)) void rseq_done(void)
 {
 	__asm__ __volatile__("movq $0, %%fs:8(%0)" : : "r"(__rseq_offset) : "memory");
 }
+
+/* A hint that names a stack of the map in `epoch`, counted in CPU c's
+ * entries: STACKMAP_FROM_HINT with *ret_id, or -ENODATA (nothing counted,
+ * rseq_hit() says when). */
+static inline __attribute__((always_inline)) int hint_hit_counted(struct stackmap_cpu *c,
+								   const struct stackmap_hint *hint,
+								   uint32_t epoch, uint32_t cpu,
+								   uint32_t *ret_id)
+{
+	int other = rseq_hit(&c->hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch, cpu);
+	rseq_done();
+	if (other)
+		return -ENODATA;
+	*ret_id = hint->id;
+	return STACKMAP_FROM_HINT;
+}
 #endif
 
 /* The hint names a stack of this view's map in this epoch (an id in range;
@@ -133,12 +149,7 @@ static inline __attribute__((always_inline)) int stackmap_hint_hit(struct stackm
 	uint32_t epoch = (uint32_t)__atomic_load_n(&map->hdr->epoch, __ATOMIC_RELAXED);
 	if (!hint_names(map, hint, epoch))
 		return -ENODATA;
-	int other = rseq_hit(&map->cpu[cpu].hit[hint->id & (STACKMAP_HITS - 1)], hint->id, epoch, cpu);
-	rseq_done();
-	if (other)
-		return -ENODATA;
-	*ret_id = hint->id;
-	return STACKMAP_FROM_HINT;
+	return hint_hit_counted(&map->cpu[cpu], hint, epoch, cpu, ret_id);
 #else
 	(void)map; (void)cpu; (void)hint; (void)ret_id;
 	return -ENODATA;
