@@ -33,7 +33,8 @@ FX_WARN  := -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
 FX_CC    := $(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -Wl,--build-id
 FX_CXX   := $(CXX) $(CPPFLAGS) -std=gnu++17 $(FX_WARN) -Wl,--build-id
 STACK_FIXTURES := $(FX_DIR)/fx_g $(FX_DIR)/fx_nodebug $(FX_DIR)/fx_stripped \
-                  $(FX_DIR)/fx_linked $(FX_DIR)/fx_cpp $(FX_DIR)/libfx_plugin.so
+                  $(FX_DIR)/fx_linked $(FX_DIR)/fx_cpp $(FX_DIR)/libfx_plugin.so \
+                  $(FX_DIR)/libfx_frame_a.so $(FX_DIR)/libfx_frame_b.so
 
 $(FX_DIR)/maps.o: src/sym/maps.c src/sym/maps.h
 	@mkdir -p $(dir $@)
@@ -72,6 +73,15 @@ $(FX_DIR)/fx_cpp: tests/sym/fx_cpp.cpp $(FX_DIR)/maps.o src/sym/maps.h
 $(FX_DIR)/libfx_plugin.so: tests/sym/fx_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O1 -fPIC -shared -o $@ $<
+
+# One code, two frame sizes: test_unwind's cache generation test.
+$(FX_DIR)/libfx_frame_a.so: tests/sym/fx_frame.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O2 -fomit-frame-pointer -fPIC -shared -DFX_FRAME_WORDS=40 -o $@ $<
+
+$(FX_DIR)/libfx_frame_b.so: tests/sym/fx_frame.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O2 -fomit-frame-pointer -fPIC -shared -DFX_FRAME_WORDS=80 -o $@ $<
 
 tests-build: $(STACK_FIXTURES)
 

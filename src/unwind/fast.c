@@ -42,7 +42,9 @@
  * from still hold the same values. Cache entries are written key-last
  * with compiler fences, so a handler that interrupts the write sees a
  * miss; a nested capture writes neither caches nor memo. A generation
- * number, bumped by every snapshot that drops an object, empties them.
+ * number, bumped by every snapshot that drops an object, voids them: each
+ * cache entry is tagged with the generation it was written in, each memo
+ * with the generation of its walk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,7 +69,10 @@
 
 #define FT_MAX_OBJS   4096           /* objects in a snapshot */
 #define FT_SLOTS      256            /* threads capturing at once */
-#define FT_CACHE_BITS 11             /* 2048 entries, 32 KiB per slot */
+/* 8192 entries, 128 KiB per slot: cc1's captures look up rows of a few
+ * thousand return addresses, which 2048 entries did not hold (0.21 table
+ * look-ups a capture, against 0.065 with these; docs/stack-capture.md). */
+#define FT_CACHE_BITS 13
 #define FT_CACHE_N    (1u << FT_CACHE_BITS)
 #define FT_MISMATCH_KEPT 4
 
@@ -86,10 +91,13 @@ struct ft_snap {
 	struct cfi_table *obj[];     /* sorted by lo, not overlapping */
 };
 
+/* An entry is valid in the generation whose low half is gen (ft_walk()
+ * compares it): a new generation leaves the caches' entries stale
+ * without clearing them. */
 struct ft_cent {
 	uintptr_t key;
 	uint32_t info;
-	uint32_t pad;
+	uint32_t gen;
 };
 
 struct ft_counters {
@@ -1004,7 +1012,12 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	struct ft_cent *cache = sl->mem->cache, *spc = sl->mem->spc;
 	int use_cache = 1;
 	uint64_t g = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
-	if (sl->gen != g) {
+	const uint32_t g32 = (uint32_t)g;
+	/* The entries' tags hold the generation's low half: cleared only when
+	 * the high half moves on (after 2^32 dlcloses), or for a slot taken
+	 * over (sl->gen 0 then: only its tags of this generation stay valid,
+	 * and rows are the same for every thread). */
+	if (__builtin_expect((sl->gen ^ g) >> 32 != 0, 0)) {
 		if (nested) {
 			use_cache = 0;
 		} else {
@@ -1267,16 +1280,17 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 		uint32_t info;
 		struct ft_cent *c = &spc[(sp >> 4) & (FT_SPC_N - 1)];
 		struct ft_cent *e = &cache[cache_index(key)];
-		if (__builtin_expect(use_cache && c->key == key, 1)) {
+		if (__builtin_expect(use_cache && c->key == key && c->gen == g32, 1)) {
 			info = c->info;
 			hits++;
-		} else if (__builtin_expect(use_cache && e->key == key, 1)) {
+		} else if (__builtin_expect(use_cache && e->key == key && e->gen == g32, 1)) {
 			info = e->info;
 			hits++;
 			if (!nested) {
 				c->key = 0;
 				SIGFENCE();
 				c->info = info;
+				c->gen = g32;
 				SIGFENCE();
 				c->key = key;
 			}
@@ -1293,6 +1307,7 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 				e->key = c->key = 0;
 				SIGFENCE();
 				e->info = c->info = info;
+				e->gen = c->gen = g32;
 				SIGFENCE();
 				e->key = c->key = key;
 			}

@@ -1428,6 +1428,103 @@ static void test_memo_tail_rbp(void **state)
 	assert_true(b.memo_frames - a.memo_frames >= 2);
 	assert_int_equal(b.mismatches, 0);
 }
+
+/* ---- a new generation voids the caches -------------------------------------- */
+
+struct frame_cap {
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH];
+	int n;
+	uintptr_t ra;                    /* the return address into fx_frame_call */
+};
+
+__attribute__((noinline)) static int frame_cb(void *arg)
+{
+	struct frame_cap *fc = arg;
+	fc->ra = (uintptr_t)__builtin_return_address(0);
+	fc->n = rt_unwind(fc->ips, RT_UNWIND_MAX_DEPTH, 0, RT_UNWIND_TABLES);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+typedef int (*fx_frame_fn)(int (*)(void *), void *);
+
+/* One call site for every capture: the frame after fx_frame_call's. */
+__attribute__((noinline)) static void frame_call_once(fx_frame_fn call, struct frame_cap *fc)
+{
+	memset(fc, 0, sizeof(*fc));
+	call(frame_cb, fc);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * libfx_frame_a.so and libfx_frame_b.so (tests/sym/fx_frame.c): the same
+ * code, frames of 0x150 and 0x290 bytes. Loaded in turn, each unloaded
+ * just before the other is loaded: the loader maps the second where the
+ * first was, so a capture through it meets the same return address at
+ * the same stack address, whose rows this thread's caches hold for the
+ * first object. Those entries belong to the generation before the
+ * dlclose: a capture that used them would step out of fx_frame_call
+ * with the other frame size (a wrong frame, an early end or a fallback).
+ * Checked: the step out of fx_frame_call lands in frame_call_once, and
+ * every capture has as many frames as the first, through the first
+ * object loaded (no entry of its addresses yet). Not libunwind: its per-thread trace cache (1.6,
+ * unw_backtrace) is keyed by address alone and never emptied, so it
+ * answers with the first object's rows (docs/stack-capture.md).
+ */
+static void test_cache_generation(void **state)
+{
+	(void)state;
+	char self[PATH_MAX], lib[2][PATH_MAX + 32];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(len > 0);
+	self[len] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(lib[0], sizeof(lib[0]), "%s/sym/libfx_frame_a.so", self);
+	snprintf(lib[1], sizeof(lib[1]), "%s/sym/libfx_frame_b.so", self);
+	struct rt_unwind_stats a, b;
+	assert_int_equal(rt_unwind_get_stats(&a), 0);
+	static struct frame_cap ref, fc;
+	int same_place = 0;
+	uintptr_t last_ra = 0;
+	void *h = dlopen(lib[0], RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	for (int i = 0; i < 6; i++) {
+		/* The last object went and this one came before the refresh
+		 * (nothing mapped in between), which sees an object unloaded:
+		 * a new generation. */
+		assert_int_equal(rt_unwind_refresh(), 0);
+		fx_frame_fn call = (fx_frame_fn)dlsym(h, "fx_frame_call");
+		assert_non_null(call);
+		/* Twice: the second through the caches and the memo. */
+		for (int k = 0; k < 2; k++) {
+			frame_call_once(call, &fc);
+			if (i == 0 && k == 0)
+				ref = fc;
+			/* ips[0] in frame_cb, ips[1] in fx_frame_call, ips[2]
+			 * in frame_call_once, then this function, cmocka's. */
+			assert_true(fc.n > 3);
+			assert_true(fc.ips[1] == fc.ra);
+			if (fc.ips[2] <= (uintptr_t)frame_call_once || fc.ips[2] >= (uintptr_t)frame_call_once + 256)
+				fail_msg("object %d, capture %d: frame 2 at 0x%lx, not in frame_call_once (0x%lx)", i & 1,
+					 k, (unsigned long)fc.ips[2], (unsigned long)(uintptr_t)frame_call_once);
+			assert_int_equal(fc.n, ref.n);
+		}
+		same_place += fc.ra == last_ra;
+		last_ra = fc.ra;
+		dlclose(h);
+		h = dlopen(lib[(i + 1) & 1], RTLD_NOW | RTLD_LOCAL);
+		assert_non_null(h);
+	}
+	dlclose(h);
+	assert_int_equal(rt_unwind_refresh(), 0);
+	assert_int_equal(rt_unwind_get_stats(&b), 0);
+	/* All answered by the tables, none handed to libunwind. */
+	assert_int_equal(b.fb_stack + b.fb_no_fde + b.fb_bad_cfi + b.fb_no_object + b.fb_not_ready,
+			 a.fb_stack + a.fb_no_fde + a.fb_bad_cfi + a.fb_no_object + a.fb_not_ready);
+	assert_true(b.fast - a.fast >= 12);
+	if (same_place == 0)
+		skip();  /* the loader never reused the place: nothing was at stake */
+}
 #endif
 
 int main(void)
@@ -1460,6 +1557,7 @@ int main(void)
 		cmocka_unit_test(test_zero_return_address),
 		cmocka_unit_test(test_rbp_decides),
 		cmocka_unit_test(test_memo_tail_rbp),
+		cmocka_unit_test(test_cache_generation),
 #endif
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
