@@ -74,14 +74,13 @@ $(FX_DIR)/libfx_plugin.so: tests/sym/fx_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O1 -fPIC -shared -o $@ $<
 
-# One code, two frame sizes: test_unwind's cache generation test.
-$(FX_DIR)/libfx_frame_a.so: tests/sym/fx_frame.c
+# One code, two frame sizes (words): test_unwind's cache generation test.
+FX_FRAME_WORDS_a := 40
+FX_FRAME_WORDS_b := 80
+$(FX_DIR)/libfx_frame_%.so: tests/sym/fx_frame.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O2 -fomit-frame-pointer -fPIC -shared -DFX_FRAME_WORDS=40 -o $@ $<
-
-$(FX_DIR)/libfx_frame_b.so: tests/sym/fx_frame.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O2 -fomit-frame-pointer -fPIC -shared -DFX_FRAME_WORDS=80 -o $@ $<
+	$(CC) $(CPPFLAGS) -std=gnu11 $(FX_WARN) -O2 -fomit-frame-pointer -fPIC -shared \
+	    -DFX_FRAME_WORDS=$(FX_FRAME_WORDS_$*) -o $@ $<
 
 tests-build: $(STACK_FIXTURES)
 

@@ -1,8 +1,8 @@
 /*
  * fx_frame.c - built twice, with FX_FRAME_WORDS 40 and 80, into
  * libfx_frame_a.so and libfx_frame_b.so: the same code at the same
- * offsets (the frame's size takes 32 bits in both),
- * frames of different sizes, no frame pointer. tests/unit/test_unwind.c
+ * offsets (the frame's size takes 32 bits in both), frames of different
+ * sizes, no frame pointer. tests/unit/test_unwind.c
  * loads one, captures through it, unloads it and loads the other, which
  * the loader maps at the same address: a row the capture cached for the
  * first object must not serve the second.

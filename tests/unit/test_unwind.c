@@ -109,6 +109,20 @@ __attribute__((noinline)) static int run_chain(struct chain *c)
 	return r;
 }
 
+/* BUF: the fixture NAME built beside this test (build/tests/sym/). */
+static void fixture_path(char *buf, size_t size, const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(len > 0);
+	self[len] = '\0';
+	char *slash = strrchr(self, '/');
+	assert_non_null(slash);
+	*slash = '\0';
+	if ((size_t)snprintf(buf, size, "%s/sym/%s", self, name) >= size)
+		fail_msg("path too long");
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -400,12 +414,8 @@ static void test_stack_region_ways(void **state)
 static void test_refresh(void **state)
 {
 	(void)state;
-	char self[PATH_MAX], plugin[PATH_MAX + 32];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	assert_true(len > 0);
-	self[len] = '\0';
-	*strrchr(self, '/') = '\0';
-	snprintf(plugin, sizeof(plugin), "%s/sym/libfx_plugin.so", self);
+	char plugin[PATH_MAX + 32];
+	fixture_path(plugin, sizeof(plugin), "libfx_plugin.so");
 	struct rt_unwind_stats a, b, c;
 	assert_int_equal(rt_unwind_refresh(), 0);
 	rt_unwind_get_stats(&a);
@@ -572,16 +582,7 @@ static void *spawner(void *arg)
 static void test_storm(void **state)
 {
 	(void)state;
-	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	assert_true(len > 0);
-	self[len] = '\0';
-	char *slash = strrchr(self, '/');
-	assert_non_null(slash);
-	*slash = '\0';
-	if ((size_t)snprintf(storm.plugin, sizeof(storm.plugin), "%.*s/sym/libfx_plugin.so",
-			     (int)(sizeof(storm.plugin) - 64), self) >= sizeof(storm.plugin))
-		fail_msg("path too long");
+	fixture_path(storm.plugin, sizeof(storm.plugin), "libfx_plugin.so");
 	void *probe = dlopen(storm.plugin, RTLD_NOW | RTLD_LOCAL);
 	if (!probe)
 		fail_msg("cannot load the fixture %s: %s", storm.plugin, dlerror());
@@ -1467,20 +1468,17 @@ __attribute__((noinline)) static void frame_call_once(fx_frame_fn call, struct f
  * with the other frame size (a wrong frame, an early end or a fallback).
  * Checked: the step out of fx_frame_call lands in frame_call_once, and
  * every capture has as many frames as the first, through the first
- * object loaded (no entry of its addresses yet). Not libunwind: its per-thread trace cache (1.6,
- * unw_backtrace) is keyed by address alone and never emptied, so it
- * answers with the first object's rows (docs/stack-capture.md).
+ * object loaded (no entry of its addresses yet). Not against libunwind:
+ * its per-thread trace cache (1.6, unw_backtrace) is keyed by address
+ * alone and never emptied, so it answers with the first object's rows
+ * (docs/stack-capture.md).
  */
 static void test_cache_generation(void **state)
 {
 	(void)state;
-	char self[PATH_MAX], lib[2][PATH_MAX + 32];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	assert_true(len > 0);
-	self[len] = '\0';
-	*strrchr(self, '/') = '\0';
-	snprintf(lib[0], sizeof(lib[0]), "%s/sym/libfx_frame_a.so", self);
-	snprintf(lib[1], sizeof(lib[1]), "%s/sym/libfx_frame_b.so", self);
+	char lib[2][PATH_MAX + 32];
+	fixture_path(lib[0], sizeof(lib[0]), "libfx_frame_a.so");
+	fixture_path(lib[1], sizeof(lib[1]), "libfx_frame_b.so");
 	struct rt_unwind_stats a, b;
 	assert_int_equal(rt_unwind_get_stats(&a), 0);
 	static struct frame_cap ref, fc;
