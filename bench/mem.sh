@@ -192,6 +192,8 @@ summary() {
 			if (k ~ /^mem_warning/)
 				printf "  WARNING: %s\n", info[k]
 		printf "  machine: before: %s\n           after:  %s\n", info["mem_busy_before"], info["mem_busy_after"]
+		if ("mem_latency" in info)
+			printf "  load latency (dependent loads, random lines, 4 KiB pages; bench/memlat.c): %s\n", info["mem_latency"]
 		if (info["mem_busy_before"] + 0 > 10 || info["mem_busy_after"] + 0 > 10)
 			print "  WARNING: other processes were using the CPUs: the timings are not comparable"
 	}' "$1"
@@ -351,6 +353,9 @@ if "$CC" "${CFLAGS[@]}" -o "$PROG" "$ROOT/bench/mem_pairs.c" -lpthread; then
 else
 	note "cannot build mem_pairs (compiler output above): no pairs figures"
 fi
+# The latency of loads that miss the caches (bench/memlat.c says why).
+"$CC" "${CFLAGS[@]}" -o "$OUT/memlat" "$ROOT/bench/memlat.c" ||
+	note "cannot build memlat (compiler output above): no latency figures"
 
 # wl_cmd WORKLOAD: the workload's command line into WCMD. The tracers
 # run it directly: a shell in between would be traced instead (both take
@@ -381,6 +386,8 @@ fi
 	echo "info mem_pairs bench/mem_pairs.c: $PAIRS malloc/free pairs per thread (pairs2: $((2 * PAIRS)) in all), sizes 1..4096, 64 live blocks per thread"
 	echo "info mem_versions $(heaptrack --version 2>/dev/null | head -1 || true); $("$RT" --version 2>/dev/null | head -1 || true); $(ldd --version 2>/dev/null | head -1 | sed 's/^ldd //')"
 	echo "info mem_busy_before $(busy_pct)% of all CPUs busy during 1 s before the runs; top: $(top_procs)"
+	[ -x "$OUT/memlat" ] && echo "info mem_latency $("$OUT/memlat" 1024 4096 16384 65536 |
+		awk '{ printf "%s%s MiB %s ns", (NR > 1 ? ", " : ""), $1 / 1024, $2 }')"
 	for t in "${!WHY[@]}"; do
 		echo "info mem_why_$t ${WHY[$t]}"
 	done
