@@ -43,7 +43,8 @@ static int measure(size_t kib, double *ret_ns)
 	size_t n = kib * 1024 / LINE;
 	if (n < 2)
 		return -1;
-	char *blk = aligned_alloc(4096, n * LINE);
+	/* aligned_alloc wants a multiple of the alignment. */
+	char *blk = aligned_alloc(4096, (n * LINE + 4095) & ~(size_t)4095);
 	size_t *order = malloc(n * sizeof(*order));
 	if (!blk || !order) {
 		free(blk);
