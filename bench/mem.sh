@@ -353,7 +353,9 @@ if "$CC" "${CFLAGS[@]}" -o "$PROG" "$ROOT/bench/mem_pairs.c" -lpthread; then
 else
 	note "cannot build mem_pairs (compiler output above): no pairs figures"
 fi
-# The latency of loads that miss the caches (bench/memlat.c says why).
+# The latency of loads that miss the caches (bench/memlat.c says why);
+# none from an earlier build if this one fails.
+rm -f "$OUT/memlat"
 "$CC" "${CFLAGS[@]}" -o "$OUT/memlat" "$ROOT/bench/memlat.c" ||
 	note "cannot build memlat (compiler output above): no latency figures"
 
