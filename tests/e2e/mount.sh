@@ -241,7 +241,14 @@ for ((i = 0; i < 20; i++)); do still && break; done
 tm cat "$MNT/$SRV/trace" >tr2.out
 tm dd if="$MNT/$SRV/trace" bs=4096 status=none >tr3.out
 [ -s tr2.out ] || why "trace is empty"
-cmp -s <(untimed tr2.out) <(untimed tr3.out) || why "trace read twice differs (it consumed)"
+if ! cmp -s <(untimed tr2.out) <(untimed tr3.out); then
+	# What differs, and the counters now: a rare failure in CI whose
+	# cause is not known yet (the reads are of a quiet ring).
+	why "trace read twice differs (it consumed): $(wc -l <tr2.out) then $(wc -l <tr3.out) lines"
+	diff <(untimed tr2.out) <(untimed tr3.out) | head -n 6 >tr.diff
+	show tr.diff 6
+	why "stat now: $(tm "$RT" stat --json "$SRV" | head -c 400)"
+fi
 bad=$(grep -Ev "$LINE_RE" tr2.out | head -n 2)
 [ -z "$bad" ] || why "trace line not matched: $bad"
 inbuf=$(tm "$RT" stat --json "$SRV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["in_buffer"])')
