@@ -453,7 +453,9 @@ umount -l "$MNT" 2>um2.err || { why "umount -l failed"; show um2.err; }
 wait "$BGJOB"
 eq "blocked cat's status after the unmount" "$?" 0
 wait "$MNTPID"
-eq "mount's status" "$?" 0
+st=$?
+eq "mount's status" "$st" 0
+[ "$st" = 0 ] || show mnt.err
 mountpoint -q "$MNT" && why "still mounted"
 finish "daemon stopped by fusermount3 -u, a server by SIGTERM; a lazy unmount ends a blocked trace_pipe read and the server"
 
