@@ -327,10 +327,19 @@ static void iter_advance(struct cpu_iter *c, const struct rd_meta *m)
 	}
 }
 
+/*
+ * Timed events first, by the clock's raw value: every CPU of one ring has
+ * the same clock, and its values order the events exactly. Not by ns: the
+ * metadata of each read calibrates the clock anew (build_metadata()), so
+ * two events of different CPUs a cycle apart could share a ns in one read
+ * and not in the next, and two reads of a quiet ring printed them in
+ * different orders. Equal: the earlier CPU, which the caller tries first.
+ */
 static int iter_before(const struct cpu_iter *a, const struct cpu_iter *b)
 {
-	int64_t ka = a->it.ns_ok ? a->it.ns : INT64_MAX, kb = b->it.ns_ok ? b->it.ns : INT64_MAX;
-	return ka < kb; /* equal: the earlier CPU, which the caller tries first */
+	if (a->it.ns_ok != b->it.ns_ok)
+		return a->it.ns_ok;
+	return a->it.ns_ok && a->it.cycles < b->it.cycles;
 }
 
 int fs_dec_print(struct fs_dec *d, struct fs_pkts *v, FILE *out)

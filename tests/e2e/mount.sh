@@ -242,8 +242,9 @@ tm cat "$MNT/$SRV/trace" >tr2.out
 tm dd if="$MNT/$SRV/trace" bs=4096 status=none >tr3.out
 [ -s tr2.out ] || why "trace is empty"
 if ! cmp -s <(untimed tr2.out) <(untimed tr3.out); then
-	# What differs, and the counters now: a rare failure in CI whose
-	# cause is not known yet (the reads are of a quiet ring).
+	# What differs, and the counters now. Seen once: two events of two
+	# CPUs swapped, their order taken from ns that each read's clock
+	# calibration rounded differently (the merge now uses the raw clock).
 	why "trace read twice differs (it consumed): $(wc -l <tr2.out) then $(wc -l <tr3.out) lines"
 	diff <(untimed tr2.out) <(untimed tr3.out) | head -n 6 >tr.diff
 	show tr.diff 6
