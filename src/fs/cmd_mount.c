@@ -255,6 +255,18 @@ int cmd_mount(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	int r = fuse_loop_mt(f, 0);
+	/*
+	 * An unmount shuts the kernel's side of the connection down while
+	 * workers may be reading: those waiting get ENODEV (the loop's clean
+	 * end), but one that was taking a request off the queue at that
+	 * moment gets ECONNABORTED, which libfuse reports ("reading device")
+	 * and the loop returns. Once our mount is gone that is the end of an
+	 * unmount like the other (seen after `umount -l` with a reader
+	 * blocked in trace_pipe, about once in 25 runs on a loaded machine);
+	 * a connection aborted under a mount that stays is a failure.
+	 */
+	if (r < 0 && !still_mounted())
+		r = 0;
 	fuse_remove_signal_handlers(se);
 	fuse_unmount(f);
 	the_fuse = NULL;
