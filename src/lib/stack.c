@@ -250,6 +250,59 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 	*ret_depth = 0;
 	if (!s)
 		return RINGTRACE__STACK_NONE;
+#if defined(__x86_64__)
+	/*
+	 * The thread's last capture that repeated its memo, again (an
+	 * allocation site in a loop): its words checked, its id from the
+	 * note, nothing else of the walk (rt_unwind_again()). It touches
+	 * neither errno nor libunwind. The outermost probe only, as for the
+	 * notes below; otherwise, or if the map does not take the note's id,
+	 * the walk as ever.
+	 */
+	const uintptr_t f = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t sp;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	if (rt_unwind_again_maybe(f, sp) && ringtrace__tls.nest == 1 &&
+	    __atomic_load_n(&unwind_method, __ATOMIC_ACQUIRE) == RT_UNWIND_TABLES) {
+		uint64_t w[RT_UNWIND_NOTE_WORDS];
+		struct rt_unwind_note note;
+		int passed;
+		int n = rt_unwind_again(f, sp, frames - 1, fp_frames - 1, STACKMAP_MAX_DEPTH, w, &passed, &note);
+		if (n > 0) {
+			if (__builtin_expect(rt_unwind_verifying, 0)) {
+				/* Checked as the walk's are (rt_unwind_tables_here()),
+				 * with libunwind: errno kept, its mallocs the tracer's. */
+				int saved = errno;
+				uintptr_t *v = (uintptr_t *)ips;
+				ringtrace__tls.busy++;
+				if (rt_unwind_note_frames(&note, v, n))
+					rt_unwind_verify_own(v, n, STACKMAP_MAX_DEPTH, frames + passed);
+				ringtrace__tls.busy--;
+				errno = saved;
+			}
+			int cpu = -1;
+#if RINGTRACE__RSEQ
+			if (rb->use_rseq)
+				cpu = ringtrace__rseq_cpu();
+#endif
+			struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
+			uint32_t id;
+			int r = cpu >= 0 ? stackmap_hint_hit(&s->map, (uint32_t)cpu, &h, &id) : -ENODATA;
+			if (r != STACKMAP_FROM_HINT) {
+				/* Without rseq, or not this CPU's: as below. */
+				if (cpu < 0) {
+					int saved = errno;
+					cpu = sched_getcpu();
+					errno = saved;
+				}
+				r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, 1,
+							 &id);
+			}
+			if (r == STACKMAP_FROM_HINT)
+				return id;
+		}
+	}
+#endif
 	int *ep = errno_at;
 	if (__builtin_expect(!ep, 0))
 		ep = errno_at = &errno;

@@ -44,7 +44,11 @@
  * miss; a nested capture writes neither caches nor memo. A generation
  * number, bumped by every snapshot that drops an object, voids them: each
  * cache entry is tagged with the generation it was written in, each memo
- * with the generation of its walk.
+ * with the generation of its walk. A capture that repeats the memo
+ * leaves a record of how it got there from the capturing function's
+ * frame (struct ft_again): the next capture from that frame whose words
+ * are all the same takes it whole (rt_unwind_again(), called before any
+ * of the walk by the capture path in src/lib/stack.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +110,8 @@ struct ft_counters {
 	 * rep_frames (two adds, not six), the totals add them
 	 * (rt_unwind_get_stats()). */
 	uint64_t rep_frames;
+	/* Repeats answered by rt_unwind_again() (counted in repeats too). */
+	uint64_t again;
 	uint64_t fb[FT_FB_N];
 	uint64_t verified, mismatches, verify_skipped;
 };
@@ -174,10 +180,34 @@ struct ft_memo {
  * between two captures). Same entries, same key. */
 #define FT_SPC_N 1024
 
+/*
+ * How the thread's last capture that repeated its memo (memo_repeat())
+ * got there from the capturing function's frame f: the words of f and of
+ * the frames of ours it passed by frame pointers (w[k] = the saved rbp
+ * and the return address at a[k], where a[0] = f and a[k + 1] = w[k][0]),
+ * and what it took of the memo. A capture from the same frame of the same
+ * site whose words are all the same, with the memo not recorded again
+ * since, is that capture again (rt_unwind_again()): the loads do not
+ * depend on each other, where the walk's do. Written by ft_walk() alone,
+ * outside of nested captures; void while it is written (f 0).
+ */
+#define FT_AGAIN_WORDS 8
+
+struct ft_again {
+	uintptr_t f, cur_sp;
+	int32_t skip, own, max;
+	uint32_t nw;                 /* pairs in w */
+	uint32_t cur, seq;           /* memo[cur] at its seq */
+	uint32_t to, n;              /* memo_check()'s end; frames */
+	int32_t skip0, passed;
+	uintptr_t w[FT_AGAIN_WORDS][2];
+};
+
 struct ft_mem {
 	struct ft_cent spc[FT_SPC_N];
 	struct ft_cent cache[FT_CACHE_N];
 	struct ft_memo memo[2];      /* the current one, and the next one being recorded */
+	struct ft_again again;
 };
 
 struct ft_slot {
@@ -195,6 +225,9 @@ struct ft_slot {
 } __attribute__((aligned(64)));
 
 static struct ft_slot slots[FT_SLOTS];
+/* The first words of this thread's struct ft_again, for the inline
+ * filter of the capture path (unwind.h). */
+__thread struct rt_unwind_again_key rt_unwind_again_key __attribute__((tls_model("initial-exec")));
 /* The slot of this thread, plus one (0: none yet). */
 static __thread uint32_t my_slot __attribute__((tls_model("initial-exec")));
 /* Gives a thread's slot back when it exits (slot_release); usable only
@@ -264,6 +297,7 @@ static struct ft_slot *slot_adopt(uint32_t i)
 {
 	struct ft_slot *sl = &slots[i];
 	sl->mem->memo[0].n = sl->mem->memo[1].n = 0;
+	sl->mem->again.f = 0;
 	sl->rlo = sl->rhi = 0;
 	my_slot = i + 1;
 	if (slot_key_ok)
@@ -590,6 +624,7 @@ int rt_unwind_get_stats(struct rt_unwind_stats *ret)
 	ret->memo_frames = c.memo_frames + c.rep_frames;
 	ret->noted = c.noted + c.repeats;
 	ret->repeats = c.repeats;
+	ret->again = c.again;
 	ret->fb_bad_cfi = c.fb[FT_FB_BAD_CFI];
 	ret->fb_no_fde = c.fb[FT_FB_NO_FDE];
 	ret->fb_no_object = c.fb[FT_FB_NO_OBJECT];
@@ -668,14 +703,14 @@ __attribute__((destructor)) static void ft_write_stats(void)
 	char buf[4096];
 	int len = snprintf(buf, sizeof(buf),
 			   "unwind pid=%d verify=%d captures=%llu fast=%llu frames=%llu cache_hits=%llu "
-			   "cache_misses=%llu memo_frames=%llu noted=%llu repeats=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
+			   "cache_misses=%llu memo_frames=%llu noted=%llu repeats=%llu again=%llu fb_bad_cfi=%llu fb_no_fde=%llu fb_no_object=%llu fb_stack=%llu "
 			   "fb_no_slot=%llu fb_not_ready=%llu verified=%llu mismatches=%llu "
 			   "verify_skipped=%llu objects=%llu rows=%llu bad_rows=%llu refreshes=%llu\n",
 			   (int)getpid(), ft_verify, (unsigned long long)st.captures,
 			   (unsigned long long)st.fast, (unsigned long long)st.frames,
 			   (unsigned long long)st.cache_hits, (unsigned long long)st.cache_misses,
 			   (unsigned long long)st.memo_frames, (unsigned long long)st.noted,
-			   (unsigned long long)st.repeats,
+			   (unsigned long long)st.repeats, (unsigned long long)st.again,
 			   (unsigned long long)st.fb_bad_cfi, (unsigned long long)st.fb_no_fde,
 			   (unsigned long long)st.fb_no_object, (unsigned long long)st.fb_stack,
 			   (unsigned long long)st.fb_no_slot, (unsigned long long)st.fb_not_ready,
@@ -898,6 +933,54 @@ RT_NO_SANITIZE static inline __attribute__((always_inline)) int memo_repeat(cons
 }
 
 /*
+ * A capture that repeated memo old (at cur) after `hops` frames of ours
+ * from frame f0: what rt_unwind_again() needs to know it again. The
+ * words are read where the hops read them (a[0] = f0, the capturing
+ * function's frame; a[k + 1] = the rbp saved at a[k], checked inside the
+ * stack by the hops). Void while written: a handler's capture may run
+ * rt_unwind_again() in between only when it interrupted no capture, and
+ * this runs inside one (the slot's odd seq).
+ */
+RT_NO_SANITIZE static __attribute__((noinline)) void again_record(struct ft_again *ag, uint32_t cur,
+								 const struct ft_memo *old, uintptr_t f0,
+								 uintptr_t cur_sp, int skip, int own, int max,
+								 int hops, int skip0, int passed, int got)
+{
+	struct rt_unwind_again_key *key = &rt_unwind_again_key;
+	ag->f = 0;
+	key->f = 0;
+	SIGFENCE();
+	const uintptr_t *a = (const uintptr_t *)f0, *at = a;
+	for (int k = 0; k <= hops; k++) {
+		ag->w[k][0] = a[0];
+		ag->w[k][1] = a[1];
+		at = a;
+		a = (const uintptr_t *)a[0];
+	}
+	/* The return address into the program: the word that tells most
+	 * captures from the same frame apart (the allocation site). */
+	key->ra_at = (uintptr_t)&at[1];
+	key->ra = at[1];
+	key->cur_sp = cur_sp;
+	uint32_t take, to;
+	(void)memo_span(old, (uint32_t)skip0, (uint32_t)max - 1, &take, &to);
+	ag->nw = (uint32_t)hops + 1;
+	ag->cur_sp = cur_sp;
+	ag->skip = skip;
+	ag->own = own;
+	ag->max = max;
+	ag->cur = cur;
+	ag->seq = old->seq;
+	ag->to = to;
+	ag->n = (uint32_t)got;
+	ag->skip0 = skip0;
+	ag->passed = passed;
+	SIGFENCE();
+	ag->f = f0;
+	key->f = f0;
+}
+
+/*
  * Steps [mp, mp + k) of memo old as this walk's steps [pos, pos + k) (into
  * rec, when it records) and the states after them. Returns rbp after the
  * last, from bp: the saved rbps are read from the stack again, not from
@@ -983,6 +1066,9 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 	ret_note->cell = NULL;
 	ret_note->frames = NULL;
 #if defined(__x86_64__)
+	/* The capturing function's frame and the site's skip (struct ft_again). */
+	const uintptr_t f0 = sp - 16;
+	const int skip_in = skip;
 	struct ft_slot *sl = slot_get();
 	if (!sl) {
 		ft_count_fallback(FT_FB_NO_SLOT);
@@ -1111,6 +1197,9 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 			CNT_ADD(cn->rep_frames, (uint64_t)got);
 			sl->ip0 = first_ip;
 			sl->sp0 = first_sp;
+			if (hops < FT_AGAIN_WORDS)
+				again_record(&sl->mem->again, sl->cur, old, f0, cur_sp, skip_in, own, max, hops, skip0,
+					     *ret_passed, got);
 			/* Pairs as the release store at the end. */
 			__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
 			return got;
@@ -1444,6 +1533,81 @@ out:
 }
 
 #if defined(__x86_64__)
+/*
+ * The thread's last capture that repeated its memo, again (struct
+ * ft_again): the same site from the same frame, every word it read the
+ * same, the memo as it was, the same generation and stack. No step, no
+ * table, no snapshot: the words of our frames as pairs and the memo's
+ * as memo_repeat() checks them. Runs as a capture (the slot's odd seq):
+ * a handler interrupting it is nested and changes neither the memo nor
+ * the record. Returns the frames, with the note's words in w (the
+ * stack map's hint, set for these frames) and the note (its frames lazy,
+ * in the memo); -1 when it does not apply or the note holds no words:
+ * the caller walks.
+ */
+RT_NO_SANITIZE int rt_unwind_again(uintptr_t f, uintptr_t cur_sp, int skip, int own, int max,
+				   uint64_t w[RT_UNWIND_NOTE_WORDS], int *ret_passed, struct rt_unwind_note *ret_note)
+{
+	const uint32_t i = my_slot;
+	if (__builtin_expect(i == 0, 0))
+		return -1;
+	struct ft_slot *sl = &slots[i - 1];
+	const uint32_t seq = sl->seq;
+	if (seq & 1)
+		return -1;           /* a handler's, inside a capture */
+	/* Odd before the record is read: a handler's capture from here on
+	 * is nested and writes neither it nor the memo. */
+	__atomic_store_n(&sl->seq, seq + 1, __ATOMIC_RELAXED);
+	SIGFENCE();
+	int got = -1;
+	struct ft_mem *mem = sl->mem;
+	const struct ft_again *ag = &mem->again;
+	if (ag->f != f || ag->cur_sp != cur_sp || ag->skip != skip || ag->own != own || ag->max != max)
+		goto out;
+	const uint32_t cur = ag->cur;
+	const struct ft_memo *m = &mem->memo[cur];
+	const uint64_t g = __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
+	if (sl->cur != cur || m->seq != ag->seq || m->gen != g || cur_sp < sl->rlo || cur_sp >= sl->rhi ||
+	    m->hi != sl->rhi)
+		goto out;
+	/* The words of our frames: as the hops read them, inside the stack
+	 * (a[k] are the same addresses, checked when recorded). */
+	uintptr_t diff = 0;
+	const uintptr_t *a = (const uintptr_t *)f;
+	const uint32_t last = ag->nw - 1;
+	for (uint32_t k = 0; k < last; k++) {
+		diff |= (a[0] ^ ag->w[k][0]) | (a[1] ^ ag->w[k][1]);
+		a = (const uintptr_t *)ag->w[k][0];
+	}
+	/* The last: the return address into the program, and the rbp of its
+	 * frame, which code without frame pointers uses as a plain register:
+	 * compared only where the memo's frames depend on it, as
+	 * memo_repeat() does. */
+	diff |= a[1] ^ ag->w[last][1];
+	if (m->fl[0] & FT_BPDEP)
+		diff |= a[0] ^ ag->w[last][0];
+	const uint32_t to = ag->to;
+	diff |= to <= 4 && m->xi[0] == m->xi[to] ? ra_diff(m, 0, to) : memo_diff(m, 0, to);
+	if (diff)
+		goto out;
+	ret_note->cell = (uint64_t *)m->note;
+	ret_note->seq = m->seq;
+	ret_note->frames = &m->ip[ag->skip0];
+	ret_note->memo_seq = &m->seq;
+	if (!rt_unwind_note_get(ret_note, w))
+		goto out;
+	*ret_passed = ag->passed;
+	got = (int)ag->n;
+	struct ft_counters *cn = &sl->c;
+	CNT_ADD(cn->repeats, 1);
+	CNT_ADD(cn->rep_frames, (uint64_t)got);
+	CNT_ADD(cn->again, 1);
+out:
+	/* Pairs as ft_walk()'s. */
+	__atomic_store_n(&sl->seq, seq + 2, __ATOMIC_RELEASE);
+	return got;
+}
+
 /* The walk under its name in unwind.h, for rt_unwind_tables_here(). */
 int rt_unwind_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
 		   uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause)

@@ -209,6 +209,38 @@ int rt_unwind_own(uintptr_t *ips, int max, int skip, int own, int method, struct
 int rt_unwind_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t ip, uintptr_t sp, uintptr_t bp,
 		   uintptr_t cur_sp, int *ret_passed, struct rt_unwind_note *ret_note, int *ret_cause);
 extern int rt_unwind_verifying;
+/*
+ * The thread's last capture that repeated the memo, again: a capture from
+ * the same frame f (the capturing function's: rt_unwind_tables_here()'s
+ * start) with the same skip, own and max, whose every stack word read is
+ * the same. Returns its frames (lazy, in *ret_note) with the note's words
+ * in w, *ret_passed as rt_unwind_walk()'s; -1 when it does not apply or
+ * the note holds nothing (the caller then walks). Only for the outermost
+ * capture of a thread (its notes' rule); async-signal-safe.
+ */
+int rt_unwind_again(uintptr_t f, uintptr_t cur_sp, int skip, int own, int max, uint64_t w[RT_UNWIND_NOTE_WORDS],
+		    int *ret_passed, struct rt_unwind_note *ret_note);
+
+/*
+ * Its filter, inline: the frame, the stack pointer and the return address
+ * into the program of that capture (fast.c writes them with f last, after
+ * voiding f). 1 when rt_unwind_again() may apply; 0 rejects most captures
+ * that are not a repeat (another allocation site, the same frames of
+ * ours) at three loads. Only a filter: a handler may rewrite it between
+ * these loads, and rt_unwind_again() checks everything again as a
+ * capture. The word read lies above cur_sp in the stack of this thread
+ * (where it was read when f and cur_sp were recorded).
+ */
+struct rt_unwind_again_key {
+	uintptr_t f, cur_sp, ra_at, ra;
+};
+extern __thread struct rt_unwind_again_key rt_unwind_again_key __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) int rt_unwind_again_maybe(uintptr_t f, uintptr_t cur_sp)
+{
+	const struct rt_unwind_again_key *k = &rt_unwind_again_key;
+	return k->f == f && k->cur_sp == cur_sp && *(const volatile uintptr_t *)k->ra_at == k->ra;
+}
 void rt_unwind_verify_own(const uintptr_t *ips, int n, int max, int skip);
 
 static inline __attribute__((always_inline)) int rt_unwind_tables_here(uintptr_t *ips, int max, int skip, int own,
@@ -281,6 +313,7 @@ struct rt_unwind_stats {
 	 * counted); the stack map answers them from the note's words. */
 	uint64_t noted;
 	uint64_t repeats;            /* ... of which found so at their first state (no step) */
+	uint64_t again;              /* ... of which answered by rt_unwind_again() */
 	uint64_t fb_bad_cfi;         /* fallbacks to libunwind, by cause */
 	uint64_t fb_no_fde;
 	uint64_t fb_no_object;

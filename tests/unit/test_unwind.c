@@ -1063,6 +1063,116 @@ static void test_lazy_frames(void **state)
 	assert_int_equal(st.mismatches, 0);
 }
 
+#if defined(__x86_64__)
+/* ---- the last repeat again (rt_unwind_again) ---------------------------- */
+
+/* A capture site as src/lib/stack.c makes one: rt_unwind_again() from
+ * the function's frame when asked, else the inlined walk (lazy). */
+__attribute__((noinline)) static int again_site(int again, uintptr_t *ips, uint64_t *w, struct rt_unwind_note *note)
+{
+	int n;
+	if (again) {
+		uintptr_t sp;
+		__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+		int passed = -1;
+		const uintptr_t f = (uintptr_t)__builtin_frame_address(0);
+		int maybe = rt_unwind_again_maybe(f, sp);
+		n = rt_unwind_again(f, sp, 0, 0, RT_UNWIND_MAX_DEPTH, w, &passed, note);
+		if (n > 0) {
+			/* The inline filter lets every such capture through. */
+			assert_true(maybe);
+			assert_int_equal(passed, 0);
+		}
+	} else {
+		n = rt_unwind_tables_here(ips, RT_UNWIND_MAX_DEPTH, 0, 0, 1, note);
+	}
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+static uintptr_t again_first[RT_UNWIND_MAX_DEPTH];   /* the frames of again_loop()'s first walk */
+
+/* `walks` walks, their last note's words set to v (as stack.c sets the
+ * map's id), then `agains` tries: the successes counted. */
+__attribute__((noinline)) static int again_loop(int walks, int agains, uintptr_t *ips, int *n_walk, uint64_t *w,
+						 struct rt_unwind_note *note)
+{
+	int ok = 0;
+	for (int i = 0; i < walks + agains; i++) {
+		/* One call site: the return address at the site's frame is
+		 * one of the words checked. */
+		int n = again_site(i >= walks, ips, w, note);
+		if (i < walks) {
+			*n_walk = n;
+			if (i == 0 && n > 0 && note->frames)
+				assert_int_equal(rt_unwind_note_frames(note, ips, n), 1);
+			if (i == 0 && n > 0)
+				memcpy(again_first, ips, (size_t)n * sizeof(ips[0]));
+			if (note->cell) {
+				uint32_t v[RT_UNWIND_NOTE_WORDS] = { 7, 8, 9 };
+				rt_unwind_note_set(note, v);
+			}
+		} else {
+			ok += n == *n_walk;
+		}
+	}
+	__asm__ volatile("" ::: "memory");
+	return ok;
+}
+
+/* The same from one call deeper: our frames the same, the stack below
+ * them not (the memo's words differ). */
+__attribute__((noinline)) static int again_deeper(int agains, uintptr_t *ips, int *n_walk, uint64_t *w,
+						   struct rt_unwind_note *note)
+{
+	int ok = again_loop(0, agains, ips, n_walk, w, note);
+	__asm__ volatile("" ::: "memory");
+	return ok;
+}
+
+static void test_again(void **state)
+{
+	(void)state;
+	uintptr_t ips[RT_UNWIND_MAX_DEPTH], ref[RT_UNWIND_MAX_DEPTH];
+	uint64_t w[RT_UNWIND_NOTE_WORDS] = { 0 };
+	struct rt_unwind_note note;
+	int nw = 0;
+	struct rt_unwind_stats s0, s1;
+	assert_int_equal(rt_unwind_get_stats(&s0), 0);
+	/* A first walk and a repeat (which records what the next needs),
+	 * then the same capture again, three times: the walk's frames and
+	 * the words set in its note. */
+	assert_int_equal(again_loop(3, 3, ips, &nw, w, &note), 3);
+	assert_true(nw > 2);
+	assert_int_equal(w[0], 7);
+	assert_int_equal(w[2], 9);
+	/* Its frames (left in the memo) are the first walk's. */
+	memset(ref, 0, sizeof(ref));
+	assert_non_null(note.frames);
+	assert_int_equal(rt_unwind_note_frames(&note, ref, nw), 1);
+	assert_memory_equal(ref, again_first, (size_t)nw * sizeof(ref[0]));
+	/* From another caller (the return address at the frame differs):
+	 * not again. */
+	assert_int_equal(again_site(1, ips, w, &note), -1);
+	/* Recorded again, and again from where it was: yes. */
+	assert_int_equal(again_loop(2, 2, ips, &nw, w, &note), 2);
+	/* The same frame and words of ours, called from another line: a
+	 * return address the memo read differs, not again. */
+	assert_int_equal(again_loop(0, 1, ips, &nw, w, &note), 0);
+	/* One call deeper: another frame, not again. */
+	assert_int_equal(again_loop(2, 1, ips, &nw, w, &note), 1);
+	assert_int_equal(again_deeper(2, ips, &nw, w, &note), 0);
+	/* A walk that records another memo in between voids it. */
+	assert_int_equal(again_loop(2, 1, ips, &nw, w, &note), 1);
+	assert_true(lazy_deep(8, ips) > 8);
+	assert_true(lazy_deep(9, ips) > 9);
+	assert_int_equal(again_loop(0, 1, ips, &nw, w, &note), 0);
+	assert_int_equal(rt_unwind_get_stats(&s1), 0);
+	assert_int_equal(s1.again - s0.again, 7);
+	assert_int_equal(s1.mismatches, 0);
+}
+#endif
+
 /* ---- the memo met again past a frame that differs ------------------- */
 
 /* resync_mid calls one of two functions of the same frame size through a
@@ -1537,6 +1647,9 @@ int main(void)
 		cmocka_unit_test(test_tables_here),
 #endif
 		cmocka_unit_test(test_lazy_frames),
+#if defined(__x86_64__)
+		cmocka_unit_test(test_again),
+#endif
 		cmocka_unit_test(test_memo_resync),
 		cmocka_unit_test(test_depth_skip_fp),
 		cmocka_unit_test(test_depth_skip_libunwind),
