@@ -506,11 +506,12 @@ for wl in "${WLS[@]}"; do
 	tail -n 1 "$TMP/uw.$wl" | awk -v wl="$wl" '{
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		look = v["cache_hits"] + v["cache_misses"]
-		printf "info mem_unwind_%s captures %d, %.2f%% answered by the tables; frames %.1f per stack, %.1f%% from the memo; %.1f%% of captures the frames of an earlier walk (the stack id from its note), %.1f%% found so at their first state; rows from the cache %.2f%% of %d lookups (%.2f per capture); fallbacks %d\n",
+		printf "info mem_unwind_%s captures %d, %.2f%% answered by the tables; frames %.1f per stack, %.1f%% from the memo; %.1f%% of captures the frames of an earlier walk (the stack id from its note), %.1f%% found so at their first state (%.1f%% of them whole, from their frame: rt_unwind_again); rows from the cache %.2f%% of %d lookups (%.2f per capture); fallbacks %d\n",
 			wl, v["captures"], v["captures"] ? 100 * v["fast"] / v["captures"] : 0,
 			v["fast"] ? v["frames"] / v["fast"] : 0, v["frames"] ? 100 * v["memo_frames"] / v["frames"] : 0,
 			v["captures"] ? 100 * v["noted"] / v["captures"] : 0,
 			v["captures"] ? 100 * v["repeats"] / v["captures"] : 0,
+			v["repeats"] ? 100 * v["again"] / v["repeats"] : 0,
 			look ? 100 * v["cache_hits"] / look : 0, look, v["captures"] ? look / v["captures"] : 0, v["captures"] - v["fast"]
 	}' | out
 done

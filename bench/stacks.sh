@@ -358,11 +358,12 @@ loop record env RINGTRACE_UNWIND_STATS="$TMP/uw.loop" "${PIN[@]}" "$RT" record -
 if [ -s "$TMP/uw.loop" ]; then
 	tail -n 1 "$TMP/uw.loop" | awk '{
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		printf "info stacks_loop_unwind captures %d, %.2f%% answered by the tables, %.1f%% of frames from the memo, %.1f%% of captures the frames of an earlier walk (the stack id from its note), %.1f%% found so at their first state\n",
+		printf "info stacks_loop_unwind captures %d, %.2f%% answered by the tables, %.1f%% of frames from the memo, %.1f%% of captures the frames of an earlier walk (the stack id from its note), %.1f%% found so at their first state (%.1f%% of them whole, from their frame: rt_unwind_again)\n",
 			v["captures"], v["captures"] ? 100 * v["fast"] / v["captures"] : 0,
 			v["frames"] ? 100 * v["memo_frames"] / v["frames"] : 0,
 			v["captures"] ? 100 * v["noted"] / v["captures"] : 0,
-			v["captures"] ? 100 * v["repeats"] / v["captures"] : 0
+			v["captures"] ? 100 * v["repeats"] / v["captures"] : 0,
+			v["repeats"] ? 100 * v["again"] / v["repeats"] : 0
 	}' | out
 fi
 loop stacks "${PIN[@]}" "$RT" record --mode overwrite --stacks -o "$TMP/l2" -- \
