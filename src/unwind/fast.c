@@ -1197,7 +1197,9 @@ RT_NO_SANITIZE int ft_walk(uintptr_t *ips, int max, int skip, int own, uintptr_t
 			CNT_ADD(cn->rep_frames, (uint64_t)got);
 			sl->ip0 = first_ip;
 			sl->sp0 = first_sp;
-			if (hops < FT_AGAIN_WORDS)
+			/* On the thread's own stack only (the range it keeps for
+			 * its life): the inline filter reads a word of it. */
+			if (hops < FT_AGAIN_WORDS && cur_sp >= sl->rlo && cur_sp < sl->rhi && hi == sl->rhi)
 				again_record(&sl->mem->again, sl->cur, old, f0, cur_sp, skip_in, own, max, hops, skip0,
 					     *ret_passed, got);
 			/* Pairs as the release store at the end. */

@@ -228,8 +228,10 @@ int rt_unwind_again(uintptr_t f, uintptr_t cur_sp, int skip, int own, int max, u
  * that are not a repeat (another allocation site, the same frames of
  * ours) at three loads. Only a filter: a handler may rewrite it between
  * these loads, and rt_unwind_again() checks everything again as a
- * capture. The word read lies above cur_sp in the stack of this thread
- * (where it was read when f and cur_sp were recorded).
+ * capture. The word read lies between cur_sp and the top of the stack
+ * this thread keeps for its life (fast.c records the filter only for a
+ * capture there): with cur_sp the same, it is mapped, whatever the
+ * stack holds now.
  */
 struct rt_unwind_again_key {
 	uintptr_t f, cur_sp, ra_at, ra;
