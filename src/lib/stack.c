@@ -207,6 +207,37 @@ static void refresh_tables(void)
  * address of a thread's errno never changes. */
 static __thread int *errno_at __attribute__((tls_model("initial-exec")));
 
+/* The CPU whose counters the stack map's calls use: rseq's, else the
+ * kernel's answer (errno kept). */
+static inline __attribute__((always_inline)) uint32_t capture_cpu(const struct ringtrace__rb *rb)
+{
+	int cpu = -1;
+#if RINGTRACE__RSEQ
+	if (rb->use_rseq)
+		cpu = ringtrace__rseq_cpu();
+#else
+	(void)rb;
+#endif
+	if (cpu < 0) {
+		int saved = errno;
+		cpu = sched_getcpu();
+		errno = saved;
+	}
+	return (uint32_t)(cpu < 0 ? 0 : cpu);
+}
+
+/* The id an earlier answer of the map names (a note's words), counted as
+ * a hit of its stack: STACKMAP_FROM_HINT with *id, else the map's
+ * refusal (stackmap_get_id_hint() without frames). */
+static inline __attribute__((always_inline)) int id_from_hint(struct lib_stack *s, uint32_t cpu,
+							      struct stackmap_hint *h, uint32_t depth, uint32_t *id)
+{
+	int r = stackmap_hint_hit(&s->map, cpu, h, id);
+	if (r != STACKMAP_FROM_HINT)
+		r = stackmap_get_id_hint(&s->map, NULL, depth, cpu, h, 1, id);
+	return r;
+}
+
 /* The frames above the function that captures (this is inlined into it
  * through capture_in(): `frames` counts its frame), by the tables or
  * libunwind, else by frame pointers:
@@ -280,25 +311,9 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 				ringtrace__tls.busy--;
 				errno = saved;
 			}
-			int cpu = -1;
-#if RINGTRACE__RSEQ
-			if (rb->use_rseq)
-				cpu = ringtrace__rseq_cpu();
-#endif
 			struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
 			uint32_t id;
-			int r = cpu >= 0 ? stackmap_hint_hit(&s->map, (uint32_t)cpu, &h, &id) : -ENODATA;
-			if (r != STACKMAP_FROM_HINT) {
-				/* Without rseq, or not this CPU's: as below. */
-				if (cpu < 0) {
-					int saved = errno;
-					cpu = sched_getcpu();
-					errno = saved;
-				}
-				r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, (uint32_t)(cpu < 0 ? 0 : cpu), &h, 1,
-							 &id);
-			}
-			if (r == STACKMAP_FROM_HINT)
+			if (id_from_hint(s, capture_cpu(rb), &h, (uint32_t)n, &id) == STACKMAP_FROM_HINT)
 				return id;
 		}
 	}
@@ -332,13 +347,7 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 		*ep = saved_errno;
 		return RINGTRACE__STACK_NONE;
 	}
-	int cpu = -1;
-#if RINGTRACE__RSEQ
-	if (rb->use_rseq)
-		cpu = ringtrace__rseq_cpu();
-#endif
-	if (cpu < 0)
-		cpu = sched_getcpu();
+	const uint32_t ucpu = capture_cpu(rb);
 	*ep = saved_errno;
 	uint32_t id;
 	/*
@@ -354,16 +363,13 @@ static inline __attribute__((always_inline)) uint32_t capture_in(struct ringtrac
 	uint64_t w[RT_UNWIND_NOTE_WORDS] = { 0 };
 	int known = noted && rt_unwind_note_get(&note, w);
 	struct stackmap_hint h = { (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2] };
-	const uint32_t ucpu = (uint32_t)(cpu < 0 ? 0 : cpu);
 	int r = -ENODATA;
 	if (note.frames) {
 		/* The id from the note needs no frames; else take them out
 		 * of the memo, or, should a signal handler's captures have
 		 * recorded it again meanwhile (seldom), capture again. */
 		if (known) {
-			r = stackmap_hint_hit(&s->map, ucpu, &h, &id);
-			if (r != STACKMAP_FROM_HINT)
-				r = stackmap_get_id_hint(&s->map, NULL, (uint32_t)n, ucpu, &h, 1, &id);
+			r = id_from_hint(s, ucpu, &h, (uint32_t)n, &id);
 			if (r == STACKMAP_FROM_HINT)
 				return id;
 			known = 0;

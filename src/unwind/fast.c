@@ -897,13 +897,19 @@ RT_NO_SANITIZE static __attribute__((noinline)) uintptr_t memo_diff(const struct
 	return diff | ra_diff(m, from, to);
 }
 
+/* The differences of every word steps [from, to) rest on, or'ed: 0 when
+ * all hold. A short span without saved rbps (an allocation site a few
+ * frames deep) inline: it costs less than the call. */
+RT_NO_SANITIZE static inline __attribute__((always_inline)) uintptr_t memo_words_diff(const struct ft_memo *m,
+										      uint32_t from, uint32_t to)
+{
+	return to - from <= 4 && m->xi[from] == m->xi[to] ? ra_diff(m, from, to) : memo_diff(m, from, to);
+}
+
 RT_NO_SANITIZE static inline __attribute__((always_inline)) uint32_t memo_check(const struct ft_memo *m, uint32_t from,
 										       uint32_t to, uintptr_t lo, uintptr_t hi)
 {
-	/* A short one without saved rbps (an allocation site a few frames
-	 * deep) inline: it costs less than the call. */
-	uintptr_t diff = to - from <= 4 && m->xi[from] == m->xi[to] ? ra_diff(m, from, to) : memo_diff(m, from, to);
-	return diff ? memo_first_diff(m, from, to, lo, hi) : to;
+	return memo_words_diff(m, from, to) ? memo_first_diff(m, from, to, lo, hi) : to;
 }
 
 /*
@@ -1589,7 +1595,7 @@ RT_NO_SANITIZE int rt_unwind_again(uintptr_t f, uintptr_t cur_sp, int skip, int 
 	if (m->fl[0] & FT_BPDEP)
 		diff |= a[0] ^ ag->w[last][0];
 	const uint32_t to = ag->to;
-	diff |= to <= 4 && m->xi[0] == m->xi[to] ? ra_diff(m, 0, to) : memo_diff(m, 0, to);
+	diff |= memo_words_diff(m, 0, to);
 	if (diff)
 		goto out;
 	ret_note->cell = (uint64_t *)m->note;
